@@ -1,0 +1,70 @@
+"""Every error the core raises on purpose: one family, each naming what was wrong."""
+
+from __future__ import annotations
+
+
+class TuiAgentError(Exception):
+    """Base of every error tui_agent raises on purpose."""
+
+
+class ConfigError(TuiAgentError, ValueError):
+    """The agent, a tool or an option was configured wrongly (raised before any model call)."""
+
+
+class MissingCredentialError(ConfigError):
+    """A provider needs a credential that the environment does not have."""
+
+    def __init__(self, provider: str, variables: list[str], model: str) -> None:
+        self.provider = provider
+        self.variables = variables
+        self.model = model
+        names = " or ".join(variables)
+        super().__init__(
+            f"model {model!r} needs {names} in the environment (provider {provider!r}); "
+            f"set it, or pass api_key in a model config object"
+        )
+
+
+class UnknownProviderError(ConfigError):
+    """A model router string names a provider that neither tui_agent nor litellm knows."""
+
+
+class ToolDefinitionError(ConfigError):
+    """A tool was defined wrongly (bad schema, no execute function, ...)."""
+
+
+class RequestContextError(TuiAgentError, ValueError):
+    """The request context does not match the agent's request_context_schema."""
+
+
+class SignalError(TuiAgentError, ValueError):
+    """A signal, its target or its options are invalid; nothing was stored."""
+
+
+class ModelCallError(TuiAgentError):
+    """The model provider failed (HTTP error, bad response, timeout)."""
+
+    def __init__(self, message: str, *, status_code: int | None = None, model: str | None = None) -> None:
+        self.status_code = status_code
+        self.model = model
+        super().__init__(message)
+
+
+class ModelNotInstalledError(ConfigError):
+    """The embedded local model's weights or runtime are not installed."""
+
+
+class ProcessorError(TuiAgentError):
+    """A processor rejected the input or output (tripwire), or retries were exhausted."""
+
+
+class RunFailedError(TuiAgentError):
+    """A run ended with an error; ``__cause__`` holds the original exception."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        self.run_id = run_id
+        super().__init__(message)
+
+
+class StoreError(TuiAgentError):
+    """The store could not do what was asked (bad schema version, missing thread, ...)."""

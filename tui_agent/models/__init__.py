@@ -1,0 +1,1 @@
+"""Model adapters: litellm router strings, the embedded local model, config objects."""
