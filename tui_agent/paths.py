@@ -1,0 +1,22 @@
+"""Where tui-agent keeps its files (XDG base directories)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "tui-agent"
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "tui-agent"
+
+
+def default_db_path() -> Path:
+    """``$TUI_AGENT_DB`` if set, else ``$XDG_DATA_HOME/tui-agent/tui-agent.db``."""
+    override = os.environ.get("TUI_AGENT_DB")
+    return Path(override) if override else data_dir() / "tui-agent.db"
