@@ -1,0 +1,445 @@
+"""Signals as data: the Signal model, its normalisation and validation, and the routing options.
+
+Pure functions only (no store, no asyncio). Every bad input raises ``SignalError`` naming what is
+wrong, before anything is stored; pydantic's ValidationError never escapes the ``normalize_*`` and
+``parse_*`` functions.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from tui_agent.errors import SignalError
+
+SignalType = Literal["user", "state", "reactive", "notification"]
+SIGNAL_TYPES: tuple[str, ...] = ("user", "state", "reactive", "notification")
+LEGACY_TYPES: dict[str, tuple[str, str | None]] = {
+    "user-message": ("user", None),
+    "system-reminder": ("reactive", "system-reminder"),
+}
+DEFAULT_TAGS: dict[str, str] = {
+    "user": "user",
+    "state": "state",
+    "reactive": "system-reminder",
+    "notification": "notification",
+}
+ACTIVE_BEHAVIORS: tuple[str, ...] = ("deliver", "persist", "discard")
+IDLE_BEHAVIORS: tuple[str, ...] = ("wake", "persist", "discard")
+
+NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]*"
+_NAME_RE = re.compile(NAME_PATTERN)
+# An XML parser turns an attribute named xmlns into a namespace declaration: the element would no
+# longer carry the attribute (nor keep its plain tag), so the model would not see what was sent.
+_RESERVED_ATTRIBUTES = frozenset({"xmlns"})
+
+_MESSAGE_KEYS = frozenset({"contents", "attributes", "metadata", "provider_options"})
+_SIGNAL_KEYS = _MESSAGE_KEYS | {"type", "tag_name"}
+_TEXT_PART_KEYS = frozenset({"type", "text", "provider_options"})
+_FILE_PART_KEYS = frozenset({"type", "data", "url", "media_type", "filename", "provider_options"})
+_CAMEL_HINTS = {
+    "tagName": "tag_name",
+    "providerOptions": "provider_options",
+    "mediaType": "media_type",
+    "streamOptions": "stream_options",
+    "ifActive": "if_active",
+    "ifIdle": "if_idle",
+}
+
+
+# -- names, attributes, contents ------------------------------------------------------------------
+
+
+def check_name(name: Any, what: str, where: str = "") -> str:
+    """Return ``name`` if it is a valid XML tag/attribute name for the model, else raise."""
+    suffix = f" in {where}" if where else ""
+    if not isinstance(name, str):
+        raise SignalError(f"{what}{suffix} must be a string, got {type(name).__name__}")
+    if name == "":
+        raise SignalError(f"{what}{suffix} must not be empty (names match {NAME_PATTERN})")
+    if not _NAME_RE.fullmatch(name):
+        raise SignalError(f"invalid {what} {name!r}{suffix}: names must match {NAME_PATTERN}")
+    return name
+
+
+def _check_attribute_value(value: Any, where: str) -> None:
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SignalError(f"{where} is {value!r}: attribute numbers must be finite")
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_attribute_value(item, f"{where}[{i}]")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise SignalError(f"{where} has a non-string key {key!r}")
+            _check_attribute_value(item, f"{where}[{key!r}]")
+        return
+    raise SignalError(
+        f"{where} has unsupported type {type(value).__name__}: attribute values are strings, "
+        "numbers, booleans, None, or JSON lists/objects (convert it with str() first)"
+    )
+
+
+def check_attributes(attributes: Any, what: str = "attributes") -> dict[str, Any]:
+    """Validate attribute names and values; return a new dict in the same order."""
+    if attributes is None:
+        return {}
+    if not isinstance(attributes, Mapping):
+        raise SignalError(f"{what} must be a dict, got {type(attributes).__name__}")
+    out: dict[str, Any] = {}
+    for name, value in attributes.items():
+        check_name(name, "attribute name", what)
+        if name in _RESERVED_ATTRIBUTES:
+            raise SignalError(f"attribute name {name!r} in {what} is reserved by XML")
+        _check_attribute_value(value, f"{what}[{name!r}]")
+        out[name] = value
+    return out
+
+
+def _unknown_keys_error(keys: set[str], allowed: frozenset[str], what: str) -> SignalError:
+    bad = sorted(keys)
+    hints = [f"{k!r} → {_CAMEL_HINTS[k]!r}" for k in bad if _CAMEL_HINTS.get(k) in allowed]
+    hint = f" (names are snake_case: {', '.join(hints)})" if hints else ""
+    return SignalError(
+        f"unknown key(s) {', '.join(map(repr, bad))} in {what}; "
+        f"allowed: {', '.join(sorted(allowed))}{hint}"
+    )
+
+
+def _check_part(part: Any, where: str) -> dict[str, Any]:
+    if not isinstance(part, Mapping):
+        raise SignalError(f"{where} must be a dict part, got {type(part).__name__}")
+    kind = part.get("type")
+    if kind == "text":
+        if set(part) - _TEXT_PART_KEYS:
+            raise _unknown_keys_error(set(part) - _TEXT_PART_KEYS, _TEXT_PART_KEYS, where)
+        if not isinstance(part.get("text"), str):
+            raise SignalError(f"{where} is a text part and needs 'text' as a string")
+        return dict(part)
+    if kind == "file":
+        return _check_file_part(part, where)
+    raise SignalError(f"{where} has type {kind!r}; parts are 'text' or 'file'")
+
+
+def _check_file_part(part: Mapping[str, Any], where: str) -> dict[str, Any]:
+    if set(part) - _FILE_PART_KEYS:
+        raise _unknown_keys_error(set(part) - _FILE_PART_KEYS, _FILE_PART_KEYS, where)
+    has_data, has_url = part.get("data") is not None, part.get("url") is not None
+    if has_data == has_url:
+        raise SignalError(f"{where} is a file part and needs exactly one of 'data' or 'url'")
+    if not isinstance(part.get("media_type"), str) or not part["media_type"]:
+        raise SignalError(f"{where} is a file part and needs 'media_type' (e.g. 'image/png')")
+    out = {k: v for k, v in part.items() if v is not None}
+    data = out.get("data")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        out["data"] = base64.b64encode(bytes(data)).decode("ascii")  # stored as JSON
+    elif has_data and not isinstance(data, str):
+        raise SignalError(f"{where} 'data' must be base64 text or bytes")
+    if has_url and not isinstance(out["url"], str):
+        raise SignalError(f"{where} 'url' must be a string")
+    return out
+
+
+def check_contents(contents: Any, what: str = "contents") -> str | list[dict[str, Any]]:
+    """Contents are a string or a list of text/file parts."""
+    if isinstance(contents, str):
+        return contents
+    if isinstance(contents, (list, tuple)):
+        return [_check_part(p, f"{what}[{i}]") for i, p in enumerate(contents)]
+    raise SignalError(
+        f"{what} must be a string or a list of text/file parts, got {type(contents).__name__}"
+    )
+
+
+def _json_object(value: Any, what: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SignalError(f"{what} must be a dict, got {type(value).__name__}")
+    return dict(value)
+
+
+# -- the Signal model -----------------------------------------------------------------------------
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Signal(BaseModel):
+    """One signal on a thread. ``tag_name`` is filled from the type when not given."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default_factory=_new_id)
+    type: SignalType
+    tag_name: str | None = None
+    contents: str | list[dict[str, Any]] = ""
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    provider_options: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=_now)
+
+    @field_validator("contents", mode="before")
+    @classmethod
+    def _contents(cls, v: Any) -> Any:
+        return check_contents(v)
+
+    @field_validator("attributes", mode="before")
+    @classmethod
+    def _attributes(cls, v: Any) -> Any:
+        return check_attributes(v)
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        # Naive datetimes are taken as UTC: every time in the API is tz-aware UTC.
+        return v.replace(tzinfo=UTC) if v.tzinfo is None else v.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _tag(self) -> Signal:
+        if self.tag_name is None:
+            self.tag_name = DEFAULT_TAGS[self.type]
+        check_name(self.tag_name, "tag_name")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The text of the contents: a string as is, text parts joined with newlines."""
+        return signal_text(self.contents)
+
+    @property
+    def tag(self) -> str:
+        return self.tag_name or DEFAULT_TAGS[self.type]
+
+
+def signal_text(contents: str | list[dict[str, Any]]) -> str:
+    if isinstance(contents, str):
+        return contents
+    return "\n".join(p["text"] for p in contents if p.get("type") == "text")
+
+
+def _from_validation_error(exc: ValidationError, what: str) -> SignalError:
+    """Turn pydantic's report into one readable SignalError (keeping ours verbatim)."""
+    messages = []
+    for err in exc.errors():
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, SignalError):
+            messages.append(str(cause))
+            continue
+        loc = ".".join(str(p) for p in err["loc"])
+        messages.append(f"{what}.{loc}: {err['msg']}" if loc else f"{what}: {err['msg']}")
+    return SignalError("; ".join(messages))
+
+
+def build_signal(fields: dict[str, Any], what: str) -> Signal:
+    try:
+        return Signal(**fields)
+    except ValidationError as exc:
+        raise _from_validation_error(exc, what) from None
+
+
+# -- normalisation --------------------------------------------------------------------------------
+
+
+def normalize_message(message: Any) -> Signal:
+    """A user message from a string, a parts list, a ``{"contents", ...}`` dict, or a Signal."""
+    if isinstance(message, Signal):
+        if message.type != "user":
+            raise SignalError(
+                f"send_message takes user messages; got a {message.type!r} signal "
+                "(use send_signal)"
+            )
+        return message
+    if isinstance(message, (str, list, tuple)):
+        return build_signal({"type": "user", "contents": check_contents(message)}, "message")
+    if isinstance(message, Mapping):
+        keys = set(message)
+        if keys - _MESSAGE_KEYS:
+            extra = keys - _MESSAGE_KEYS
+            hint = " (use send_signal for typed signals)" if extra & {"type", "tag_name"} else ""
+            err = _unknown_keys_error(extra, _MESSAGE_KEYS, "message")
+            raise SignalError(f"{err}{hint}")
+        if "contents" not in message:
+            raise SignalError("message dict needs 'contents' (a string or a list of parts)")
+        return build_signal(_common_fields(message, "message") | {"type": "user"}, "message")
+    raise SignalError(
+        "message must be a string, a list of text/file parts, or a dict with 'contents'; "
+        f"got {type(message).__name__}"
+    )
+
+
+def _common_fields(d: Mapping[str, Any], what: str) -> dict[str, Any]:
+    return {
+        "contents": check_contents(d["contents"], f"{what} contents"),
+        "attributes": check_attributes(d.get("attributes"), f"{what} attributes"),
+        "metadata": _json_object(d.get("metadata"), f"{what} metadata"),
+        "provider_options": _json_object(d.get("provider_options"), f"{what} provider_options"),
+    }
+
+
+def _resolve_type(raw_type: Any, tag_name: Any) -> tuple[str, Any]:
+    """Map legacy types; reject unknown ones with a hint to use tag_name."""
+    if raw_type in SIGNAL_TYPES:
+        return raw_type, tag_name
+    if raw_type in LEGACY_TYPES:
+        new_type, legacy_tag = LEGACY_TYPES[raw_type]
+        return new_type, tag_name if tag_name is not None else legacy_tag
+    allowed = ", ".join(repr(t) for t in (*SIGNAL_TYPES, *LEGACY_TYPES))
+    if isinstance(raw_type, str) and _NAME_RE.fullmatch(raw_type):
+        raise SignalError(
+            f"unknown signal type {raw_type!r}; use type='reactive' with "
+            f"tag_name={raw_type!r} for a custom element (types: {allowed})"
+        )
+    raise SignalError(
+        f"unknown signal type {raw_type!r}; types are {allowed} "
+        "(use tag_name to choose the element the model sees)"
+    )
+
+
+def normalize_signal(signal: Any) -> Signal:
+    """A Signal from a ``{"type", "tag_name", "contents", ...}`` dict or a Signal.
+
+    Legacy ``user-message`` becomes ``user``; ``system-reminder`` becomes ``reactive`` with tag
+    ``system-reminder`` (an explicit ``tag_name`` still wins). A stored signal is read back with
+    ``Signal.model_validate`` instead (this function does not accept ``id``/``created_at``).
+    """
+    if isinstance(signal, Signal):
+        return signal
+    if not isinstance(signal, Mapping):
+        raise SignalError(f"signal must be a dict or a Signal, got {type(signal).__name__}")
+    if set(signal) - _SIGNAL_KEYS:
+        raise _unknown_keys_error(set(signal) - _SIGNAL_KEYS, _SIGNAL_KEYS, "signal")
+    if "type" not in signal:
+        raise SignalError(f"signal needs a 'type' ({', '.join(SIGNAL_TYPES)})")
+    if "contents" not in signal:
+        raise SignalError("signal needs 'contents' (a string or a list of parts)")
+    sig_type, tag_name = _resolve_type(signal["type"], signal.get("tag_name"))
+    if tag_name is not None:
+        check_name(tag_name, "tag_name")
+    fields = _common_fields(signal, "signal") | {"type": sig_type, "tag_name": tag_name}
+    return build_signal(fields, "signal")
+
+
+# -- routing options ------------------------------------------------------------------------------
+
+
+class IfActive(BaseModel):
+    """What to do when the target thread has a running run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    behavior: Literal["deliver", "persist", "discard"] = "deliver"
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class IfIdle(BaseModel):
+    """What to do when the target thread is idle; ``stream_options`` configure a woken run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    behavior: Literal["wake", "persist", "discard"] = "wake"
+    stream_options: dict[str, Any] = Field(default_factory=dict)
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+def _parse_branch(
+    value: Any, model: type[IfActive] | type[IfIdle], name: str, behaviors: tuple[str, ...]
+) -> Any:
+    if value is None:
+        return model()
+    if isinstance(value, model):
+        data: Mapping[str, Any] = value.model_dump()
+    elif isinstance(value, Mapping):
+        data = value
+    else:
+        raise SignalError(f"{name} must be a dict or {model.__name__}, got {type(value).__name__}")
+    allowed = frozenset(model.model_fields)
+    if set(data) - allowed:
+        raise _unknown_keys_error(set(data) - allowed, allowed, name)
+    behavior = data.get("behavior")
+    if behavior is not None and behavior not in behaviors:
+        raise SignalError(
+            f"unknown {name}.behavior {behavior!r}; allowed: {', '.join(map(repr, behaviors))}"
+        )
+    fields = {k: v for k, v in data.items() if v is not None}
+    fields["attributes"] = check_attributes(data.get("attributes"), f"{name}.attributes")
+    if "stream_options" in fields:
+        fields["stream_options"] = _json_object(fields["stream_options"], f"{name}.stream_options")
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        raise _from_validation_error(exc, name) from None
+
+
+def parse_if_active(value: Any) -> IfActive:
+    """``if_active`` from None (defaults: deliver), a dict or an IfActive."""
+    return _parse_branch(value, IfActive, "if_active", ACTIVE_BEHAVIORS)
+
+
+def parse_if_idle(value: Any) -> IfIdle:
+    """``if_idle`` from None (defaults: wake), a dict or an IfIdle."""
+    return _parse_branch(value, IfIdle, "if_idle", IDLE_BEHAVIORS)
+
+
+class Target(BaseModel):
+    """Where a signal goes: a run, a thread (resource + thread), or both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str | None = None
+    resource_id: str | None = None
+    thread_id: str | None = None
+
+    @property
+    def has_thread(self) -> bool:
+        return self.thread_id is not None
+
+
+def _check_id(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise SignalError(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise SignalError(f"{name} must not be empty")
+    return value
+
+
+def parse_target(
+    run_id: Any = None, resource_id: Any = None, thread_id: Any = None
+) -> Target:
+    """Validate a target: ``run_id``, or ``resource_id`` with ``thread_id``, or all three."""
+    run_id = _check_id(run_id, "run_id")
+    resource_id = _check_id(resource_id, "resource_id")
+    thread_id = _check_id(thread_id, "thread_id")
+    if resource_id is not None and thread_id is None:
+        raise SignalError("resource_id was given without thread_id; pass both to target a thread")
+    if thread_id is not None and resource_id is None:
+        raise SignalError("thread_id was given without resource_id; pass both to target a thread")
+    if run_id is None and thread_id is None:
+        raise SignalError("no target: pass run_id=, or resource_id= with thread_id=")
+    return Target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)

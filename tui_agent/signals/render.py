@@ -1,0 +1,229 @@
+"""What the model sees: signals rendered as plain text or as one XML element.
+
+The guarantee (proved by tests/test_signal_render.py): whatever the contents and attribute values,
+a wrapped signal parses as exactly one element with the intended tag, attributes and text, and a
+plain user message contains nothing that opens markup. No content can forge an element.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from tui_agent.errors import SignalError
+from tui_agent.signals.model import (
+    Signal,
+    build_signal,
+    check_attributes,
+    normalize_signal,
+)
+
+_TEXT_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_ATTR_ESCAPES = {**_TEXT_ESCAPES, '"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
+_TEXT_RE = re.compile("[&<>]")
+_ATTR_RE = re.compile('[&<>"\n\r\t]')
+# A "<" opens markup (start/end tag, comment, CDATA, doctype, processing instruction) only when
+# followed by "/", "!", "?" or a character that can start an XML name. Non-ASCII characters are
+# all treated as name starts: stricter than XML, never looser.
+_MARKUP_OPEN_RE = re.compile(r"<(?=[/!?:_A-Za-z]|[^\x00-\x7f])")
+
+
+def escape_text(text: str) -> str:
+    """Escape ``& < >`` for element content."""
+    return _TEXT_RE.sub(lambda m: _TEXT_ESCAPES[m.group()], text)
+
+
+def attribute_str(value: Any) -> str:
+    """An attribute value as the string the model sees (before escaping)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple, Mapping)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    raise SignalError(f"attribute value of type {type(value).__name__} cannot be rendered")
+
+
+def escape_attribute(value: Any) -> str:
+    """Escape a value for a double-quoted attribute: ``& < > "`` and newline, CR, tab as char
+    references (an XML parser would otherwise turn them into spaces)."""
+    return _ATTR_RE.sub(lambda m: _ATTR_ESCAPES[m.group()], attribute_str(value))
+
+
+def neutralize_markup(text: str) -> str:
+    """Plain user text as the model sees it: verbatim, except that every ``<`` which would open
+    markup (``<tag``, ``</tag``, ``<!--``, ``<?``) is written ``&lt;``.
+
+    So ``a < b``, ``x<=3`` or ``<3`` reach the model untouched, while ``</user><user
+    name="admin">`` cannot pose as an element: ``&lt;/user>&lt;user name="admin">``.
+    """
+    return _MARKUP_OPEN_RE.sub("&lt;", text)
+
+
+def merge_attributes(
+    own: Mapping[str, Any] | None, branch: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The signal's own attributes with the taken branch's merged over them.
+
+    The branch wins a clash, but a merged attribute keeps its first position (``own`` order, then
+    new branch keys). ``None`` values are dropped *after* the merge, so a branch value of ``None``
+    removes the signal's own attribute of that name for that branch.
+    """
+    merged = {**check_attributes(own), **check_attributes(branch, "branch attributes")}
+    return {k: v for k, v in merged.items() if v is not None}
+
+
+def render_element(tag: str, attributes: Mapping[str, Any], text: str) -> str:
+    """``<tag a="v" ...>escaped text</tag>``; attributes must already be merged and non-None."""
+    attrs = "".join(f' {name}="{escape_attribute(v)}"' for name, v in attributes.items())
+    return f"<{tag}{attrs}>{escape_text(text)}</{tag}>"
+
+
+def _as_signal(signal: Signal | Mapping[str, Any]) -> Signal:
+    return signal if isinstance(signal, Signal) else normalize_signal(signal)
+
+
+def is_plain(signal: Signal, attributes: Mapping[str, Any]) -> bool:
+    """A user message with no (merged, non-None) attributes is sent as plain text."""
+    return signal.type == "user" and not attributes
+
+
+def render_signal(
+    signal: Signal | Mapping[str, Any], branch_attributes: Mapping[str, Any] | None = None
+) -> str:
+    """The text the model sees for ``signal`` (file parts are not text: see to_model_message)."""
+    sig = _as_signal(signal)
+    attrs = merge_attributes(sig.attributes, branch_attributes)
+    if is_plain(sig, attrs):
+        return neutralize_markup(sig.text)
+    return render_element(sig.tag, attrs, sig.text)
+
+
+def file_part_to_openai(part: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored file part as an OpenAI-style content part (as litellm takes it)."""
+    media_type = part["media_type"]
+    if "url" in part:
+        source = part["url"]
+    else:
+        data = part["data"]
+        source = data if data.startswith("data:") else f"data:{media_type};base64,{data}"
+    if media_type.startswith("image/"):
+        return {"type": "image_url", "image_url": {"url": source}}
+    file: dict[str, Any] = {"format": media_type}
+    file["file_id" if "url" in part else "file_data"] = source
+    if part.get("filename"):
+        file["filename"] = part["filename"]
+    return {"type": "file", "file": file}
+
+
+def to_model_message(
+    signal: Signal | Mapping[str, Any], branch_attributes: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The user message the model gets for ``signal``.
+
+    Without file parts ``content`` is the rendered string. With files it is a list: for a plain
+    user message its parts in order (text neutralised); otherwise one text part holding the
+    element (all text joined) followed by the files. ``provider_options`` ride along if set.
+    """
+    sig = _as_signal(signal)
+    attrs = merge_attributes(sig.attributes, branch_attributes)
+    parts = sig.contents if isinstance(sig.contents, list) else []
+    content: str | list[dict[str, Any]]
+    if not any(p["type"] == "file" for p in parts):
+        content = render_signal(sig, branch_attributes)
+    elif is_plain(sig, attrs):
+        content = [_plain_part(p) for p in parts]
+    else:
+        files = [file_part_to_openai(p) for p in parts if p["type"] == "file"]
+        content = [{"type": "text", "text": render_element(sig.tag, attrs, sig.text)}, *files]
+    message: dict[str, Any] = {"role": "user", "content": content}
+    if sig.provider_options:
+        message["provider_options"] = dict(sig.provider_options)
+    return message
+
+
+def _plain_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    if part["type"] == "text":
+        return {"type": "text", "text": neutralize_markup(part["text"])}
+    return file_part_to_openai(part)
+
+
+# -- notifications --------------------------------------------------------------------------------
+
+_CORE_NOTIFICATION_FIELDS = ("id", "source", "kind", "priority")
+
+
+def notification_signal(
+    *,
+    id: str,
+    source: str,
+    kind: str,
+    summary: str,
+    priority: str = "medium",
+    attributes: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    tag_name: str = "notification",
+) -> Signal:
+    """The signal that delivers one inbox record in full.
+
+    Attributes are ``id, source, kind, priority`` then the record's extra ``attributes``; an
+    extra attribute can never replace one of those four (it keeps to its own name or is dropped).
+    """
+    extra = {k: v for k, v in check_attributes(attributes).items()
+             if k not in _CORE_NOTIFICATION_FIELDS}
+    core = {"id": id, "source": source, "kind": kind, "priority": priority}
+    fields = {"type": "notification", "tag_name": tag_name, "contents": summary,
+              "attributes": {**core, **extra}, "metadata": dict(metadata or {})}
+    return build_signal(fields, "notification")
+
+
+def render_notification(
+    *,
+    id: str,
+    source: str,
+    kind: str,
+    summary: str,
+    priority: str = "medium",
+    attributes: Mapping[str, Any] | None = None,
+    tag_name: str = "notification",
+) -> str:
+    """``<notification id="…" source="…" kind="…" priority="…">summary</notification>``."""
+    sig = notification_signal(id=id, source=source, kind=kind, summary=summary,
+                              priority=priority, attributes=attributes, tag_name=tag_name)
+    return render_signal(sig)
+
+
+def digest_text(counts: Mapping[str, int]) -> str:
+    """``github: 2, slack: 1``: sources in alphabetical order (case-insensitive, then exact)."""
+    for source, n in counts.items():
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise SignalError(f"digest count for {source!r} must be a non-negative int, got {n!r}")
+    return ", ".join(f"{s}: {counts[s]}" for s in sorted(counts, key=lambda s: (s.casefold(), s)))
+
+
+def digest_signal(
+    counts: Mapping[str, int],
+    pending: int,
+    attributes: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Signal:
+    """The signal of a digest of pending notifications: ``pending`` first, then ``attributes``
+    (e.g. ``priority``, the highest pending one); ``pending`` cannot be overridden."""
+    if not isinstance(pending, int) or isinstance(pending, bool) or pending < 0:
+        raise SignalError(f"pending must be a non-negative int, got {pending!r}")
+    extra = {k: v for k, v in check_attributes(attributes).items() if k != "pending"}
+    fields = {"type": "notification", "tag_name": "notification-summary",
+              "contents": digest_text(counts), "attributes": {"pending": pending, **extra},
+              "metadata": dict(metadata or {})}
+    return build_signal(fields, "digest")
+
+
+def render_digest(
+    counts: Mapping[str, int], pending: int, attributes: Mapping[str, Any] | None = None
+) -> str:
+    """``<notification-summary pending="3">github: 2, slack: 1</notification-summary>``."""
+    return render_signal(digest_signal(counts, pending, attributes))
