@@ -1,0 +1,254 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1, for tests and benchmarks.
+
+    with FakeOpenAIServer() as server:
+        server.script("Hello there", {"tool_calls": [{"name": "add", "arguments": {"a": 1}}]})
+        ...  # point OPENAI_BASE_URL at server.base_url and call the model
+        server.requests[0]["messages"]  # what the model was sent
+
+A reply is one of:
+- a string: streamed as text chunks of ``chunk_size`` characters;
+- ``{"text": str | list[str], "tool_calls": [{"name", "arguments" (dict or JSON str), "id"?}],
+  "finish_reason": str, "usage": {"prompt_tokens", "completion_tokens"}, "hold": bool}``;
+  tool-call arguments are split over several chunks; ``hold`` makes the server send the first
+  delta, then wait for :meth:`release` (tests of aborts use it instead of sleeps);
+- ``{"error": 500, "message": "..."}``: that HTTP status with an OpenAI-style error body.
+
+Without a script, every request gets ``default_reply``. ``handler(body) -> reply`` overrides both.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = str | dict[str, Any]
+
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+                429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}
+
+
+class FakeOpenAIServer:
+    """Serves ``POST /v1/chat/completions`` on 127.0.0.1 from a background thread."""
+
+    def __init__(self, *, chunk_size: int = 4, default_reply: Reply = "ok") -> None:
+        self.chunk_size = chunk_size
+        self.default_reply = default_reply
+        self.handler: Callable[[dict[str, Any]], Reply] | None = None
+        self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> FakeOpenAIServer:
+        self._httpd = _QuietServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
+                                        name="fake-openai-server")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._release.set()  # never leave a held stream hanging
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL (what OPENAI_BASE_URL / api_base take)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- scripting -------------------------------------------------------------------------
+    def script(self, *replies: Reply) -> None:
+        """Queue replies, consumed one per request in order."""
+        with self._lock:
+            self._replies.extend(replies)
+
+    def release(self) -> None:
+        """Let a ``hold`` reply send the rest of its chunks."""
+        self._release.set()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._replies.clear()
+            self.requests.clear()
+            self.request_headers.clear()
+        self._release.clear()
+
+    def _next_reply(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            self.request_headers.append(headers)
+            if self.handler is not None:
+                return self.handler(body)
+            return self._replies.popleft() if self._replies else self.default_reply
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # clients hanging up are normal
+
+
+def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        fake = server
+
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like a real provider
+    fake: FakeOpenAIServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_json(404, _error_body(404, f"no route {self.path}"))
+            return
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            self._send_json(400, _error_body(400, "body is not JSON"))
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        reply = _normalize(self.fake._next_reply(body, headers), self.fake.chunk_size)
+        if "error" in reply:
+            status = int(reply["error"])
+            self._send_json(status, _error_body(status, reply.get("message", "scripted error")))
+        elif body.get("stream"):
+            self._stream(body, reply)
+        else:
+            self._send_json(200, _completion(body, reply))
+
+    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if status == 429:
+            self.send_header("Retry-After", "0")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        try:
+            for i, event in enumerate(_sse_events(body, reply, include_usage)):
+                self._write_chunk(f"data: {event}\n\n".encode())
+                if i == 1 and reply.get("hold"):  # after the role chunk and one delta
+                    self.fake._release.wait(timeout=30)
+            self._write_chunk(b"data: [DONE]\n\n")
+            self._write_chunk(b"")  # end of the chunked body
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client closed the stream (abort)
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    kind = _ERROR_TYPES.get(status, "api_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+
+def _normalize(reply: Reply, chunk_size: int) -> dict[str, Any]:
+    if isinstance(reply, str):
+        reply = {"text": reply}
+    reply = dict(reply)
+    text = reply.get("text", "")
+    if isinstance(text, str):
+        text = [text[i : i + chunk_size] for i in range(0, len(text), chunk_size)]
+    reply["text"] = text
+    calls = []
+    for i, call in enumerate(reply.get("tool_calls") or []):
+        args = call.get("arguments", call.get("args", {}))
+        args = args if isinstance(args, str) else json.dumps(args)
+        calls.append({"id": call.get("id", f"call_{i}"), "name": call["name"], "arguments": args})
+    reply["tool_calls"] = calls
+    reply.setdefault("finish_reason", "tool_calls" if calls else "stop")
+    return reply
+
+
+def _usage(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, int]:
+    usage = dict(reply.get("usage") or {})
+    usage.setdefault("prompt_tokens", len(json.dumps(body.get("messages", []))) // 4)
+    usage.setdefault("completion_tokens", len(reply["text"]) + len(reply["tool_calls"]))
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return usage
+
+
+def _split(text: str, parts: int = 3) -> list[str]:
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _sse_events(body: dict[str, Any], reply: dict[str, Any], include_usage: bool) -> Iterator[str]:
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": body.get("model", "fake"), "system_fingerprint": None}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return json.dumps({**base, "choices": [choice]})
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in reply["text"]:
+        yield chunk({"content": piece})
+    for index, call in enumerate(reply["tool_calls"]):
+        head = {"index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["name"], "arguments": ""}}
+        yield chunk({"tool_calls": [head]})
+        for part in _split(call["arguments"]):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+    yield chunk({}, reply["finish_reason"])
+    if include_usage:
+        yield json.dumps({**base, "choices": [], "usage": _usage(body, reply)})
+
+
+def _completion(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(reply["text"]) or None}
+    if reply["tool_calls"]:
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in reply["tool_calls"]
+        ]
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": message, "finish_reason": reply["finish_reason"]}],
+            "usage": _usage(body, reply)}

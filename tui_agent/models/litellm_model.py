@@ -1,0 +1,372 @@
+"""The litellm adapter: any ``provider/model`` router string that litellm knows.
+
+Rules this adapter follows (also in the README):
+
+- ``google/<model>`` goes to litellm's ``gemini/<model>``. The key is taken from ``api_key``, else
+  ``GOOGLE_API_KEY``, ``GOOGLE_GENERATIVE_AI_API_KEY`` or ``GEMINI_API_KEY`` (first set wins) and
+  passed to litellm explicitly as ``api_key``, because litellm itself does not read
+  ``GOOGLE_GENERATIVE_AI_API_KEY``.
+- Message ``provider_options`` are ``{provider: {field: value}}``; only the entry of this model's
+  provider is used and its fields are set on the message (``cacheControl`` → ``cache_control``),
+  which is how litellm takes Anthropic's ``cache_control``. A flat dict with no provider key
+  (``{"cache_control": ...}``) counts as Anthropic's. Every other entry, and the
+  ``provider_options`` key itself, is dropped so strict providers (OpenAI) do not reject it.
+- ``request.provider_options`` follow the same ``{provider: {kwarg: value}}`` rule: the entry of
+  this model's provider is passed to ``litellm.acompletion`` as extra keyword arguments (e.g.
+  ``{"openai": {"reasoning_effort": "low"}}``). Precedence: ``extra`` < ``request.settings`` <
+  ``request.provider_options``.
+- Providers whose credentials usually come from the machine (AWS, Google Cloud, Ollama) are
+  not checked for keys up front; litellm reports what is missing at the first call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import threading
+from collections.abc import AsyncIterator
+from types import ModuleType
+from typing import Any
+
+from tui_agent.errors import (
+    MissingCredentialError,
+    ModelCallError,
+    TuiAgentError,
+    UnknownProviderError,
+)
+from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
+
+ROUTER_HELP = (
+    "write the model as 'provider/model', e.g. 'openai/gpt-4o-mini', "
+    "'anthropic/claude-3-5-haiku-latest', 'google/gemini-2.0-flash', 'groq/llama-3.1-8b-instant' "
+    "or 'local/smollm2' (any provider litellm knows: https://docs.litellm.ai/docs/providers)"
+)
+
+# Router prefix → litellm provider, where they differ.
+_PROVIDER_ALIASES = {"google": "gemini"}
+# Credentials named by the API contract, checked without importing litellm.
+_KNOWN_KEYS = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "google": ("GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"),
+}
+_GOOGLE_KEYS = ("GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY")
+# Providers that authenticate from the machine (profiles, ADC) or need no key at all.
+_AMBIENT_AUTH = {"bedrock", "sagemaker", "vertex_ai", "vertex_ai_beta", "ollama", "ollama_chat"}
+_CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET")
+_FINISH = {"length": "length", "max_tokens": "length", "tool_calls": "tool-calls",
+           "function_call": "tool-calls"}
+_PROVIDER_MODULES = {"litellm", "openai", "httpx", "httpcore", "aiohttp", "anthropic"}
+_SECRET_PATTERN = re.compile(r"\b(sk|pk|key|gsk|xai|AIza)[-_A-Za-z0-9]{12,}")
+
+_litellm: ModuleType | None = None
+_import_lock = threading.Lock()
+
+
+def load_litellm() -> ModuleType:
+    """Import and configure litellm once (seconds; call it off the event loop the first time)."""
+    global _litellm
+    if _litellm is not None:
+        return _litellm
+    with _import_lock:
+        if _litellm is None:
+            # The bundled cost map: no network fetch when litellm is imported.
+            os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+            import litellm
+
+            litellm.suppress_debug_info = True  # no "Provider List: ..." prints on errors
+            litellm.turn_off_message_logging = True  # callbacks never see message contents
+            litellm.disable_streaming_logging = True  # no per-chunk logging thread (sync path)
+            litellm.telemetry = False
+            _litellm = litellm
+    return _litellm
+
+
+def litellm_loaded() -> bool:
+    return _litellm is not None
+
+
+class LiteLLMModel:
+    """A :class:`~tui_agent.models.base.LanguageModel` over ``litellm.acompletion``."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        api_base: str | None = None,
+        headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self._model_id = model
+        self._api_key = api_key
+        self._api_base = api_base
+        self._headers = dict(headers) if headers else None
+        self._extra = dict(extra) if extra else {}
+        prefix, _, name = model.partition("/")
+        self._prefix = prefix
+        self._provider = _PROVIDER_ALIASES.get(prefix, prefix)
+        self._litellm_model = f"{self._provider}/{name}" if name else model
+        self._option_keys = {prefix, self._provider}
+        if "claude" in name and self._provider in ("bedrock", "vertex_ai"):
+            self._option_keys.add("anthropic")
+        self._ready = False
+        self._supports_usage_option: bool | None = None  # known after litellm is loaded
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def provider(self) -> str:
+        """The provider as litellm names it (``google`` → ``gemini``)."""
+        return self._provider
+
+    def __repr__(self) -> str:
+        return f"LiteLLMModel({self._model_id!r})"  # never the key
+
+    # -- readiness ---------------------------------------------------------------------------
+    async def ensure_ready(self) -> None:
+        """Import litellm off the event loop (first time only), then :meth:`check_ready`."""
+        if not self._ready and _litellm is None and self._needs_litellm_to_check():
+            await asyncio.to_thread(load_litellm)
+        self.check_ready()
+
+    def check_ready(self) -> None:
+        """Raise UnknownProviderError / MissingCredentialError before any network call."""
+        if self._ready:
+            return
+        if "/" not in self._model_id or not self._prefix or self._model_id.endswith("/"):
+            raise UnknownProviderError(f"model {self._model_id!r} is not a router string: "
+                                       f"{ROUTER_HELP}")
+        if self._prefix in _KNOWN_KEYS:
+            self._check_known_keys()
+        else:
+            self._check_with_litellm()
+        self._ready = True
+
+    def _needs_litellm_to_check(self) -> bool:
+        return self._prefix not in _KNOWN_KEYS
+
+    def _check_known_keys(self) -> None:
+        if self._api_key:
+            return
+        names = _GOOGLE_KEYS if self._prefix == "google" else _KNOWN_KEYS[self._prefix]
+        if not any(os.environ.get(n) for n in names):
+            raise MissingCredentialError(self._prefix, list(_KNOWN_KEYS[self._prefix]),
+                                         self._model_id)
+
+    def _check_with_litellm(self) -> None:
+        litellm = load_litellm()
+        if self._provider not in litellm.provider_list:
+            raise UnknownProviderError(
+                f"model {self._model_id!r}: unknown provider {self._prefix!r}; {ROUTER_HELP}"
+            )
+        if self._api_key or self._provider in _AMBIENT_AUTH:
+            return
+        try:
+            missing = litellm.validate_environment(self._litellm_model)["missing_keys"]
+        except Exception:  # litellm could not tell; the call will report it
+            return
+        credentials = [k for k in missing if any(w in k for w in _CREDENTIAL_WORDS)]
+        if credentials:
+            raise MissingCredentialError(self._prefix, credentials, self._model_id)
+
+    # -- streaming ---------------------------------------------------------------------------
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one model step: text and tool-call deltas, then one StepEnd.
+
+        If ``request.abort`` is set, the HTTP stream is closed and the generator ends without a
+        StepEnd. Provider failures raise ModelCallError (the key is never in the message)."""
+        if _litellm is None:
+            await asyncio.to_thread(load_litellm)
+        self.check_ready()
+        abort = request.abort
+        if abort is not None and abort.is_set():
+            return
+        if self._supports_usage_option is None:
+            self._supports_usage_option = _supports_stream_options(self._litellm_model)
+        kwargs = self._call_kwargs(request)
+        try:
+            response = await _litellm.acompletion(**kwargs)  # type: ignore[union-attr]
+        except Exception as exc:
+            raise self._call_error(exc) from exc
+        watcher = _close_on_abort(abort, response) if abort is not None else None
+        try:
+            async for event in self._events(response, abort):
+                yield event
+        except Exception as exc:
+            if abort is not None and abort.is_set():
+                return  # the stream was closed under us on purpose
+            raise self._call_error(exc) from exc
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+            with contextlib.suppress(Exception):
+                await response.aclose()
+
+    async def _events(
+        self, response: Any, abort: asyncio.Event | None
+    ) -> AsyncIterator[ModelEvent]:
+        finish: str | None = None
+        usage: Usage | None = None
+        saw_tool_call = False
+        async for chunk in response:
+            if abort is not None and abort.is_set():
+                return
+            raw_usage = getattr(chunk, "usage", None)
+            if raw_usage is not None:
+                usage = Usage(raw_usage.prompt_tokens or 0, raw_usage.completion_tokens or 0)
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    yield TextDelta(delta.content)
+                if delta.tool_calls:
+                    saw_tool_call = True
+                    for call in delta.tool_calls:
+                        fn = call.function
+                        yield ToolCallDelta(
+                            call.index or 0, call.id,
+                            fn.name if fn is not None else None,
+                            (fn.arguments or "") if fn is not None else "",
+                        )
+            if choice.finish_reason:
+                finish = choice.finish_reason
+        reason = "tool-calls" if saw_tool_call else _FINISH.get(finish or "stop", "stop")
+        yield StepEnd(reason, usage)
+
+    def _call_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {**self._extra, **request.settings}
+        own = _pick_options(request.provider_options, self._option_keys, flat_owner=None)
+        if own:
+            kwargs.update(own)
+        kwargs["model"] = self._litellm_model
+        kwargs["messages"] = [self._message(m) for m in request.messages]
+        kwargs["stream"] = True
+        if self._supports_usage_option:
+            kwargs["stream_options"] = {"include_usage": True}
+        if request.tools:
+            kwargs["tools"] = request.tools
+            if request.tool_choice is not None:
+                kwargs["tool_choice"] = request.tool_choice
+        api_key = self._resolved_api_key()
+        if api_key:
+            kwargs["api_key"] = api_key
+        if self._api_base:
+            kwargs["api_base"] = self._api_base
+        if self._headers:
+            kwargs["extra_headers"] = {**kwargs.get("extra_headers", {}), **self._headers}
+        return kwargs
+
+    def _message(self, message: dict[str, Any]) -> dict[str, Any]:
+        if "provider_options" not in message:
+            return message
+        out = {k: v for k, v in message.items() if k != "provider_options"}
+        fields = _pick_options(message["provider_options"], self._option_keys, "anthropic")
+        for key, value in fields.items():
+            out[_snake(key)] = value
+        return out
+
+    def _resolved_api_key(self) -> str | None:
+        if self._api_key:
+            return self._api_key
+        if self._prefix == "google":
+            return next((os.environ[n] for n in _GOOGLE_KEYS if os.environ.get(n)), None)
+        return None
+
+    # -- errors ------------------------------------------------------------------------------
+    def _call_error(self, exc: Exception) -> Exception:
+        if isinstance(exc, TuiAgentError) or not _is_provider_error(exc):
+            return exc
+        status = _status_of(exc)
+        kind = type(exc).__name__
+        detail = _redact(_provider_message(exc), self._secrets())
+        where = f"HTTP {status}" if status is not None else "no response"
+        return ModelCallError(f"model {self._model_id!r} failed ({kind}, {where}): {detail}",
+                              status_code=status, model=self._model_id)
+
+    def _secrets(self) -> list[str]:
+        found = [self._api_key] if self._api_key else []
+        found += [v for k, v in os.environ.items() if _looks_secret(k) and len(v) >= 8]
+        return found
+
+
+def _supports_stream_options(model: str) -> bool:
+    """Whether litellm accepts ``stream_options`` for this provider (it rejects it for some)."""
+    litellm = load_litellm()
+    provider, _, name = model.partition("/")
+    try:
+        params = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+    except Exception:
+        return False
+    return "stream_options" in (params or [])
+
+
+def _close_on_abort(abort: asyncio.Event, response: Any) -> asyncio.Task[None]:
+    async def watch() -> None:
+        await abort.wait()
+        with contextlib.suppress(Exception):
+            await response.aclose()
+
+    return asyncio.ensure_future(watch())
+
+
+def _pick_options(options: Any, keys: set[str], flat_owner: str | None) -> dict[str, Any]:
+    """The entry of ``options`` ({provider: {...}}) that belongs to this model's provider.
+    A flat dict (no dict values keyed by provider) belongs to ``flat_owner``."""
+    if not isinstance(options, dict) or not options:
+        return {}
+    nested = {k: v for k, v in options.items() if isinstance(v, dict) and _is_provider_key(k)}
+    if not nested and flat_owner is not None:
+        return dict(options) if flat_owner in keys else {}
+    picked: dict[str, Any] = {}
+    for key in keys:
+        entry = options.get(key)
+        if isinstance(entry, dict):
+            picked.update(entry)
+    return picked
+
+
+_NOT_PROVIDERS = {"cache_control", "cacheControl"}
+
+
+def _is_provider_key(key: str) -> bool:
+    return key not in _NOT_PROVIDERS
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() if name != name.lower() else name
+
+
+def _is_provider_error(exc: BaseException) -> bool:
+    if isinstance(exc, (OSError, TimeoutError)):
+        return True
+    return type(exc).__module__.split(".")[0] in _PROVIDER_MODULES
+
+
+def _status_of(exc: BaseException) -> int | None:
+    name = type(exc).__name__
+    if name in ("APIConnectionError", "Timeout", "APITimeoutError") or isinstance(exc, OSError):
+        return None  # litellm fills 500 in for these; there was no HTTP answer
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _provider_message(exc: BaseException) -> str:
+    text = str(getattr(exc, "message", "") or exc) or type(exc).__name__
+    return text.strip()[:500]
+
+
+def _looks_secret(name: str) -> bool:
+    return any(w in name for w in _CREDENTIAL_WORDS) and "PATH" not in name
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return _SECRET_PATTERN.sub("***", text)
