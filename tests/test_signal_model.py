@@ -152,6 +152,7 @@ def test_unknown_type_that_is_no_valid_tag_still_mentions_tag_name() -> None:
         ({"type": "state", "contents": "x", "tagName": "t"}, "'tagName' → 'tag_name'"),
         ({"type": "state", "contents": "x", "id": "mine"}, "unknown key.*'id'"),
         ({"contents": "x"}, "needs a 'type'"),
+        ({"type": ["user"], "contents": "x"}, r"unknown signal type \['user'\]"),
         ({"type": "state"}, "needs 'contents'"),
         ({"type": "state", "contents": {"text": "x"}}, "contents must be a string or a list"),
         ("just text", "signal must be a dict or a Signal"),

@@ -305,7 +305,7 @@ def _resolve_type(raw_type: Any, tag_name: Any) -> tuple[str, Any]:
     """Map legacy types; reject unknown ones with a hint to use tag_name."""
     if raw_type in SIGNAL_TYPES:
         return raw_type, tag_name
-    if raw_type in LEGACY_TYPES:
+    if isinstance(raw_type, str) and raw_type in LEGACY_TYPES:
         new_type, legacy_tag = LEGACY_TYPES[raw_type]
         return new_type, tag_name if tag_name is not None else legacy_tag
     allowed = ", ".join(repr(t) for t in (*SIGNAL_TYPES, *LEGACY_TYPES))
