@@ -10,7 +10,8 @@ A reply is one of:
 - ``{"text": str | list[str], "tool_calls": [{"name", "arguments" (dict or JSON str), "id"?}],
   "finish_reason": str, "usage": {"prompt_tokens", "completion_tokens"}, "hold": bool}``;
   tool-call arguments are split over several chunks; ``hold`` makes the server send the first
-  delta, then wait for :meth:`release` (tests of aborts use it instead of sleeps);
+  delta, then wait for :meth:`release` (tests of aborts use it instead of sleeps); ``cut``
+  makes it hang up after the first delta, mid-body;
 - ``{"error": 500, "message": "..."}``: that HTTP status with an OpenAI-style error body.
 
 Without a script, every request gets ``default_reply``. ``handler(body) -> reply`` overrides both.
@@ -42,6 +43,7 @@ class FakeOpenAIServer:
         self.handler: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
+        self.other_requests: list[dict[str, Any]] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._release = threading.Event()
@@ -98,6 +100,7 @@ class FakeOpenAIServer:
             self._replies.clear()
             self.requests.clear()
             self.request_headers.clear()
+            self.other_requests.clear()
         self._release.clear()
 
     def _next_reply(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
@@ -132,15 +135,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
-        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-            self._send_json(404, _error_body(404, f"no route {self.path}"))
-            return
         try:
             body = json.loads(raw)
         except json.JSONDecodeError:
             self._send_json(400, _error_body(400, "body is not JSON"))
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            # Other APIs (e.g. Anthropic's /v1/messages) are only recorded, to inspect what a
+            # provider adapter would send.
+            self.fake.other_requests.append({"path": self.path, "body": body, "headers": headers})
+            self._send_json(404, _error_body(404, f"no route {self.path}"))
+            return
         reply = _normalize(self.fake._next_reply(body, headers), self.fake.chunk_size)
         if "error" in reply:
             status = int(reply["error"])
@@ -172,6 +178,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._write_chunk(f"data: {event}\n\n".encode())
                 if i == 1 and reply.get("hold"):  # after the role chunk and one delta
                     self.fake._release.wait(timeout=30)
+                if i == 1 and reply.get("cut"):
+                    self.close_connection = True  # hang up mid-stream, body unfinished
+                    return
             self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")  # end of the chunked body
         except (BrokenPipeError, ConnectionResetError):

@@ -56,6 +56,9 @@ _GOOGLE_KEYS = ("GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KE
 # Providers that authenticate from the machine (profiles, ADC) or need no key at all.
 _AMBIENT_AUTH = {"bedrock", "sagemaker", "vertex_ai", "vertex_ai_beta", "ollama", "ollama_chat"}
 _CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET")
+# Providers whose litellm stream records the finish reason actually received (checked), so a
+# stream cut mid-answer can be told from a finished one.
+_REPORTS_FINISH = {"openai", "azure"}
 _FINISH = {"length": "length", "max_tokens": "length", "tool_calls": "tool-calls",
            "function_call": "tool-calls"}
 _PROVIDER_MODULES = {"litellm", "openai", "httpx", "httpcore", "aiohttp", "anthropic"}
@@ -237,6 +240,10 @@ class LiteLLMModel:
                         )
             if choice.finish_reason:
                 finish = choice.finish_reason
+        if self._provider in _REPORTS_FINISH and _finish_was_synthesized(response):
+            raise ModelCallError(
+                f"model {self._model_id!r}: the stream ended before the provider finished "
+                "(connection lost mid-answer)", model=self._model_id)
         reason = "tool-calls" if saw_tool_call else _FINISH.get(finish or "stop", "stop")
         yield StepEnd(reason, usage)
 
@@ -296,6 +303,14 @@ class LiteLLMModel:
         return found
 
 
+def _finish_was_synthesized(response: Any) -> bool:
+    """litellm fills in finish_reason "stop" when a stream just stops; its wrapper keeps what the
+    provider really sent, which tells a cut connection from a finished answer."""
+    received = getattr(response, "received_finish_reason", "unknown")
+    intermittent = getattr(response, "intermittent_finish_reason", "unknown")
+    return received is None and intermittent is None
+
+
 def _supports_stream_options(model: str) -> bool:
     """Whether litellm accepts ``stream_options`` for this provider (it rejects it for some)."""
     litellm = load_litellm()
@@ -349,10 +364,21 @@ def _is_provider_error(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] in _PROVIDER_MODULES
 
 
+_NO_ANSWER = {"APIConnectionError", "APITimeoutError", "Timeout", "ConnectError", "ConnectTimeout",
+              "ReadTimeout", "ClientConnectorError", "ServerDisconnectedError",
+              "RemoteProtocolError", "ClientPayloadError", "ReadError"}
+
+
 def _status_of(exc: BaseException) -> int | None:
-    name = type(exc).__name__
-    if name in ("APIConnectionError", "Timeout", "APITimeoutError") or isinstance(exc, OSError):
-        return None  # litellm fills 500 in for these; there was no HTTP answer
+    """The HTTP status the provider answered with; None when there was no (complete) answer,
+    although litellm reports connection failures as 500."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) or type(seen).__name__ in _NO_ANSWER:
+            return None
+        seen = seen.__cause__ or seen.__context__
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
 

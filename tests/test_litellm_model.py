@@ -1,0 +1,345 @@
+"""The litellm adapter through litellm's real HTTP path, against a fake OpenAI server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from openai_server import FakeOpenAIServer
+
+from tui_agent.errors import MissingCredentialError, ModelCallError, UnknownProviderError
+from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta
+from tui_agent.models.litellm_model import LiteLLMModel
+from tui_agent.models.resolve import FallbackModel, ModelConfig, resolve_model
+
+pytestmark = pytest.mark.integration
+
+NO_RETRY = {"max_retries": 0}  # litellm's client retries 429/5xx by default; tests want one try
+ADD_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two numbers",
+        "parameters": {"type": "object", "properties": {"a": {"type": "number"},
+                                                        "b": {"type": "number"}}},
+    },
+}
+
+
+def no_retry_request() -> ModelRequest:
+    return ModelRequest([user("hi")], settings=NO_RETRY)
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+async def collect(model: Any, request: ModelRequest) -> list[ModelEvent]:
+    return [event async for event in model.stream(request)]
+
+
+def text_of(events: list[ModelEvent]) -> str:
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def assemble_calls(events: list[ModelEvent]) -> dict[int, dict[str, Any]]:
+    calls: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if isinstance(e, ToolCallDelta):
+            call = calls.setdefault(e.index, {"id": None, "name": None, "arguments": ""})
+            call["id"] = e.id or call["id"]
+            call["name"] = e.name or call["name"]
+            call["arguments"] += e.arguments
+    return calls
+
+
+async def test_streams_text_then_one_step_end_with_usage(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script({"text": "Hello, streaming world!",
+                          "usage": {"prompt_tokens": 12, "completion_tokens": 5}})
+    events = await collect(LiteLLMModel("openai/gpt-test"), ModelRequest([user("hi")]))
+
+    deltas = [e for e in events if isinstance(e, TextDelta)]
+    assert len(deltas) > 1, "text should arrive in several deltas"
+    assert text_of(events) == "Hello, streaming world!"
+    assert isinstance(events[-1], StepEnd)
+    assert [e for e in events if isinstance(e, StepEnd)] == [events[-1]]
+    assert events[-1].finish_reason == "stop"
+    assert events[-1].usage is not None
+    assert (events[-1].usage.input_tokens, events[-1].usage.output_tokens) == (12, 5)
+    body = openai_server.requests[0]
+    assert body["model"] == "gpt-test"
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert "tools" not in body, "no tools key when the request has no tools"
+
+
+async def test_tool_calls_are_assembled_from_fragments(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script({"tool_calls": [
+        {"id": "call_a", "name": "add", "arguments": {"a": 1, "b": 2}},
+        {"id": "call_b", "name": "add", "arguments": {"a": 30, "b": 12}},
+    ]})
+    request = ModelRequest([user("add things")], tools=[ADD_TOOL], tool_choice="auto")
+    events = await collect(LiteLLMModel("openai/gpt-test"), request)
+
+    fragments = [e for e in events if isinstance(e, ToolCallDelta) and e.arguments]
+    assert len(fragments) > 2, "arguments should arrive split over several deltas"
+    calls = assemble_calls(events)
+    assert calls[0]["id"] == "call_a" and calls[0]["name"] == "add"
+    assert json.loads(calls[0]["arguments"]) == {"a": 1, "b": 2}
+    assert calls[1]["id"] == "call_b"
+    assert json.loads(calls[1]["arguments"]) == {"a": 30, "b": 12}
+    assert isinstance(events[-1], StepEnd) and events[-1].finish_reason == "tool-calls"
+    body = openai_server.requests[0]
+    assert body["tools"] == [ADD_TOOL]
+    assert body["tool_choice"] == "auto"
+
+
+async def test_length_finish_reason_is_normalized(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script({"text": "cut sho", "finish_reason": "length"})
+    events = await collect(LiteLLMModel("openai/gpt-test"), ModelRequest([user("hi")]))
+    assert isinstance(events[-1], StepEnd) and events[-1].finish_reason == "length"
+
+
+async def test_settings_reach_the_provider(openai_server: FakeOpenAIServer) -> None:
+    request = ModelRequest([user("hi")], settings={"temperature": 0.25, "max_tokens": 7})
+    await collect(LiteLLMModel("openai/gpt-test"), request)
+    body = openai_server.requests[0]
+    assert body["temperature"] == 0.25
+    assert body["max_tokens"] == 7
+
+
+@pytest.mark.parametrize(("status", "message"), [(500, "upstream exploded"), (429, "slow down")])
+async def test_http_errors_become_model_call_errors(
+    openai_server: FakeOpenAIServer, status: int, message: str
+) -> None:
+    openai_server.script({"error": status, "message": message})
+    with pytest.raises(ModelCallError) as info:
+        await collect(LiteLLMModel("openai/gpt-test"), no_retry_request())
+    assert info.value.status_code == status
+    assert info.value.model == "openai/gpt-test"
+    assert message in str(info.value)
+    assert f"HTTP {status}" in str(info.value)
+
+
+async def test_error_message_never_contains_the_api_key(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-live-0123456789abcdefghij"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    # A provider that echoes the credential back in its error body.
+    openai_server.handler = lambda body: {
+        "error": 401, "message": f"bad key {openai_server.request_headers[-1]['authorization']}"}
+    with pytest.raises(ModelCallError) as info:
+        await collect(LiteLLMModel("openai/gpt-test"), no_retry_request())
+    assert openai_server.request_headers[0]["authorization"] == f"Bearer {key}"
+    assert info.value.status_code == 401
+    assert key not in str(info.value)
+    assert "***" in str(info.value)
+
+
+async def test_connection_refused_is_a_model_call_error_without_status(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    dead = FakeOpenAIServer().start()
+    url = dead.base_url
+    dead.stop()
+    model = LiteLLMModel("openai/gpt-test", api_base=url)
+    with pytest.raises(ModelCallError) as info:
+        await collect(model, ModelRequest([user("hi")], settings=NO_RETRY))
+    assert info.value.status_code is None
+
+
+async def test_missing_openai_key_is_named_before_any_request(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    model = LiteLLMModel("openai/gpt-test")
+    with pytest.raises(MissingCredentialError) as info:
+        model.check_ready()
+    assert info.value.variables == ["OPENAI_API_KEY"]
+    assert "OPENAI_API_KEY" in str(info.value)
+    with pytest.raises(MissingCredentialError):
+        await collect(model, ModelRequest([user("hi")]))
+    assert openai_server.requests == []
+
+
+async def test_an_explicit_api_key_needs_no_env_and_is_sent(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    model = resolve_model({"id": "openai/gpt-test", "api_key": "sk-from-config",
+                           "headers": {"X-Team": "blue"}})
+    await model.ensure_ready()
+    events = await collect(model, ModelRequest([user("hi")]))
+    assert text_of(events) == "ok"
+    headers = openai_server.request_headers[0]
+    assert headers["authorization"] == "Bearer sk-from-config"
+    assert headers["x-team"] == "blue"
+
+
+async def test_other_providers_are_checked_through_litellm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    with pytest.raises(MissingCredentialError) as info:
+        await LiteLLMModel("groq/llama-3.1-8b-instant").ensure_ready()
+    assert info.value.variables == ["GROQ_API_KEY"]
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-test")
+    await LiteLLMModel("groq/llama-3.1-8b-instant").ensure_ready()
+
+
+async def test_unknown_provider_is_a_clear_error() -> None:
+    model = LiteLLMModel("nosuchprovider/some-model")
+    with pytest.raises(UnknownProviderError) as info:
+        await model.ensure_ready()
+    assert "nosuchprovider" in str(info.value)
+    assert "provider/model" in str(info.value)
+
+
+async def test_google_maps_to_gemini_with_either_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = LiteLLMModel("google/gemini-2.0-flash")
+    assert model.provider == "gemini"
+    with pytest.raises(MissingCredentialError) as info:
+        model.check_ready()
+    assert info.value.variables == ["GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"]
+    monkeypatch.setenv("GOOGLE_GENERATIVE_AI_API_KEY", "AIza-test-key")
+    model.check_ready()
+
+
+async def test_openai_api_base_env_is_honoured(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.setenv("OPENAI_API_BASE", openai_server.base_url)
+    events = await collect(LiteLLMModel("openai/gpt-test"), ModelRequest([user("hi")]))
+    assert text_of(events) == "ok"
+    assert len(openai_server.requests) == 1
+
+
+async def test_system_message_provider_options_follow_the_provider(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    messages = [
+        {"role": "system", "content": "Rule one.",
+         "provider_options": {"anthropic": {"cache_control": {"type": "ephemeral"}}}},
+        {"role": "system", "content": "Rule two.", "provider_options": {"openai": {"name": "ops"}}},
+        {"role": "system", "content": "Rule three."},
+        user("hi"),
+    ]
+    request = ModelRequest(messages, provider_options={"openai": {"seed": 42},
+                                                       "anthropic": {"top_k": 3}})
+    await collect(LiteLLMModel("openai/gpt-test"), request)
+
+    body = openai_server.requests[0]
+    assert [(m["role"], m["content"]) for m in body["messages"]] == [
+        ("system", "Rule one."), ("system", "Rule two."), ("system", "Rule three."),
+        ("user", "hi"),
+    ]
+    assert body["messages"][0] == {"role": "system", "content": "Rule one."}
+    assert body["messages"][1] == {"role": "system", "content": "Rule two.", "name": "ops"}
+    assert body["seed"] == 42
+    assert "top_k" not in body
+    assert "provider_options" in messages[0], "the caller's messages are not mutated"
+
+
+async def test_anthropic_cache_control_reaches_the_wire(openai_server: FakeOpenAIServer) -> None:
+    # The fake server only records Anthropic's /v1/messages call (and answers 404).
+    model = LiteLLMModel("anthropic/claude-3-5-haiku-latest", api_key="sk-ant-test-123456789",
+                         api_base=f"http://127.0.0.1:{openai_server.port}")
+    messages = [
+        {"role": "system", "content": "Long stable prompt.",
+         "provider_options": {"anthropic": {"cacheControl": {"type": "ephemeral"}}}},
+        {"role": "system", "content": "Flat form.",
+         "provider_options": {"cache_control": {"type": "ephemeral"}}},
+        {"role": "system", "content": "Not cached."},
+        user("hi"),
+    ]
+    with pytest.raises(ModelCallError):
+        await collect(model, ModelRequest(messages, settings=NO_RETRY))
+    sent = openai_server.other_requests[0]
+    assert sent["path"] == "/v1/messages"
+    assert sent["body"]["system"] == [
+        {"type": "text", "text": "Long stable prompt.", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "Flat form.", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "Not cached."},
+    ]
+
+
+async def test_abort_closes_a_stalled_stream(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script({"text": "first then much more text", "hold": True})
+    abort = asyncio.Event()
+    events: list[ModelEvent] = []
+    try:
+        async for event in LiteLLMModel("openai/gpt-test").stream(
+            ModelRequest([user("hi")], abort=abort)
+        ):
+            events.append(event)
+            # Set it only once the generator waits on the stalled server.
+            asyncio.get_running_loop().call_soon(abort.set)
+    finally:
+        openai_server.release()
+    assert events == [TextDelta("firs")]
+
+
+async def test_fallback_moves_on_when_the_first_model_fails(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    openai_server.script({"error": 500, "message": "primary down"}, "from the backup")
+    model = resolve_model([
+        ModelConfig(id="openai/primary", settings=NO_RETRY),
+        {"id": "openai/backup"},
+    ])
+    assert isinstance(model, FallbackModel)
+    events = await collect(model, ModelRequest([user("hi")]))
+    assert text_of(events) == "from the backup"
+    assert [r["model"] for r in openai_server.requests] == ["primary", "backup"]
+    assert model.last_model_id == "openai/backup"
+
+
+async def test_fallback_skips_a_model_without_credentials(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    model = resolve_model(["anthropic/claude-3-5-haiku-latest", "openai/backup"])
+    model.check_ready()  # one ready model is enough
+    events = await collect(model, ModelRequest([user("hi")]))
+    assert text_of(events) == "ok"
+    assert [r["model"] for r in openai_server.requests] == ["backup"]
+
+
+async def test_fallback_reports_every_failure_when_all_fail(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    openai_server.script({"error": 503, "message": "one down"}, {"error": 429, "message": "two"})
+    model = resolve_model([{"id": "openai/one", "settings": NO_RETRY},
+                           {"id": "openai/two", "settings": NO_RETRY}])
+    with pytest.raises(ModelCallError) as info:
+        await collect(model, ModelRequest([user("hi")]))
+    assert info.value.status_code == 429
+    assert "openai/one" in str(info.value) and "one down" in str(info.value)
+    assert "openai/two" in str(info.value) and "two" in str(info.value)
+
+
+async def test_a_stream_cut_midway_is_a_model_call_error(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    openai_server.script({"text": "partial answer", "cut": True})
+    events: list[ModelEvent] = []
+    with pytest.raises(ModelCallError):
+        async for event in LiteLLMModel("openai/gpt-test").stream(ModelRequest([user("hi")])):
+            events.append(event)
+    assert events == [TextDelta("part")]
+
+
+async def test_fallback_does_not_switch_models_after_events_flowed(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    openai_server.script({"text": "partial answer", "cut": True}, "backup answer")
+    model = resolve_model(["openai/one", "openai/two"])
+    events: list[ModelEvent] = []
+    with pytest.raises(ModelCallError):
+        async for event in model.stream(ModelRequest([user("hi")])):
+            events.append(event)
+    assert text_of(events) == "part"
+    assert [r["model"] for r in openai_server.requests] == ["one"]
