@@ -7,7 +7,6 @@ them with the request context, then resolves what they return.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -15,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from tui_agent.errors import (
     ConfigError,
-    MissingCredentialError,
     ModelCallError,
     ModelNotInstalledError,
     TuiAgentError,
@@ -217,9 +215,9 @@ def _combined(failures: list[tuple[str, Exception]]) -> Exception:
     if len(failures) == 1:
         return last
     listing = "; ".join(f"{model_id}: {exc}" for model_id, exc in failures)
-    combined = copy.copy(last)
+    # A bare instance of the same class, bypassing __init__ (whose signature varies).
+    combined = type(last).__new__(type(last))
+    combined.__dict__.update(last.__dict__)
     combined.args = (f"all {len(failures)} fallback models failed: {listing}",)
     combined.__cause__ = last
-    if isinstance(last, MissingCredentialError):
-        combined.variables = list(last.variables)
     return combined

@@ -1,0 +1,133 @@
+"""Construction-time model checks and resolution (no network, no litellm import needed)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from tui_agent.errors import ConfigError, MissingCredentialError, ModelCallError
+from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta
+from tui_agent.models.litellm_model import LiteLLMModel
+from tui_agent.models.resolve import FallbackModel, ModelConfig, resolve_model, validate_model_spec
+
+
+class Fake:
+    """A minimal LanguageModel: fails before its first event, or answers ``text``."""
+
+    def __init__(self, name: str, *, text: str = "", error: Exception | None = None) -> None:
+        self.model_id = name
+        self.text = text
+        self.error = error
+        self.calls = 0
+
+    def check_ready(self) -> None:
+        pass
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        yield TextDelta(self.text)
+        yield StepEnd("stop")
+
+
+@pytest.mark.parametrize("spec", [None, "", [], 42, b"openai/gpt-4o"])
+def test_no_usable_model_is_a_config_error(spec: Any) -> None:
+    with pytest.raises(ConfigError, match="Agent needs a model"):
+        validate_model_spec(spec)
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "openai/", "/gpt-4o", ["openai/gpt-4o", "gpt-4o"],
+                                  {"id": "gpt-4o"}])
+def test_a_model_name_without_provider_explains_router_strings(spec: Any) -> None:
+    with pytest.raises(ConfigError, match="provider/model"):
+        validate_model_spec(spec)
+
+
+def test_bad_config_dict_names_the_field() -> None:
+    with pytest.raises(ConfigError, match="api_kee"):
+        validate_model_spec({"id": "openai/gpt-4o", "api_kee": "sk-x"})
+
+
+@pytest.mark.parametrize("spec", [
+    "openai/gpt-4o-mini", "local/smollm2", ["openai/a", "anthropic/b"],
+    {"id": "openai/gpt-4o", "api_key": "sk-x"}, ModelConfig(id="groq/llama"),
+    lambda ctx: "openai/gpt-4o", Fake("fake/x"),
+])
+def test_valid_specs_pass_without_importing_litellm(spec: Any) -> None:
+    validate_model_spec(spec)
+
+
+def test_validation_imports_no_provider_code() -> None:
+    # Importing the module and validating must stay cheap.
+    validate_model_spec("openai/gpt-4o")
+    if "litellm" in sys.modules:
+        pytest.skip("another test in this process already imported litellm")
+    assert "litellm" not in sys.modules
+
+
+def test_model_config_never_shows_its_key() -> None:
+    config = ModelConfig(id="openai/gpt-4o", api_key="sk-very-secret-123")
+    assert "sk-very-secret-123" not in repr(config)
+    assert "sk-very-secret-123" not in str(config)
+    model = resolve_model(config)
+    assert "sk-very-secret-123" not in repr(model)
+
+
+def test_resolve_builds_litellm_models_from_strings_and_configs() -> None:
+    model = resolve_model("openai/gpt-4o-mini")
+    assert isinstance(model, LiteLLMModel) and model.model_id == "openai/gpt-4o-mini"
+    configured = resolve_model({"id": "anthropic/claude", "api_key": "sk-ant-x"})
+    assert isinstance(configured, LiteLLMModel)
+    configured.check_ready()  # the config's key stands in for ANTHROPIC_API_KEY
+
+
+def test_resolve_passes_model_objects_through() -> None:
+    fake = Fake("fake/x")
+    assert resolve_model(fake) is fake
+
+
+def test_resolve_rejects_an_uncalled_callable() -> None:
+    with pytest.raises(ConfigError, match="request context"):
+        resolve_model(lambda ctx: "openai/gpt-4o")
+
+
+def test_local_model_without_its_module_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tui_agent.models.local", None)  # import fails
+    with pytest.raises(ConfigError, match="local/smollm2"):
+        resolve_model("local/smollm2")
+
+
+def test_resolve_list_is_a_fallback_model() -> None:
+    model = resolve_model(["openai/a", Fake("fake/b")])
+    assert isinstance(model, FallbackModel)
+    assert [m.model_id for m in model.models] == ["openai/a", "fake/b"]
+
+
+def test_fallback_ready_if_any_model_is() -> None:
+    model = FallbackModel([LiteLLMModel("openai/a"), Fake("fake/b")])
+    model.check_ready()
+    lonely = FallbackModel([LiteLLMModel("openai/a"), LiteLLMModel("anthropic/b")])
+    with pytest.raises(MissingCredentialError) as info:
+        lonely.check_ready()
+    assert "OPENAI_API_KEY" in str(info.value) and "ANTHROPIC_API_KEY" in str(info.value)
+
+
+async def test_fallback_falls_through_errors_before_the_first_event() -> None:
+    first = Fake("fake/a", error=ModelCallError("down", status_code=503))
+    second = Fake("fake/b", error=ConnectionRefusedError("refused"))
+    third = Fake("fake/c", text="hello")
+    model = FallbackModel([first, second, third])
+    events = [e async for e in model.stream(ModelRequest([]))]
+    assert events == [TextDelta("hello"), StepEnd("stop")]
+    assert (first.calls, second.calls, third.calls) == (1, 1, 1)
+    assert model.model_id == "fake/c"
+
+
+async def test_fallback_does_not_hide_programming_errors() -> None:
+    model = FallbackModel([Fake("fake/a", error=TypeError("bug")), Fake("fake/b", text="x")])
+    with pytest.raises(TypeError):
+        _ = [e async for e in model.stream(ModelRequest([]))]
