@@ -1,0 +1,42 @@
+"""``import tui_agent`` stays light: it imports neither litellm nor textual (seconds each)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("litellm", "textual")
+
+
+def loaded_after(code: str) -> dict[str, bool]:
+    """Run ``code`` in a fresh interpreter; report which heavy modules it left in sys.modules."""
+    report = f"print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))"
+    probe = f"{code}\nimport json, sys\n{report}"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_import_tui_agent_is_light() -> None:
+    assert loaded_after("import tui_agent") == {"litellm": False, "textual": False}
+
+
+def test_model_modules_are_light_until_used() -> None:
+    code = ("import tui_agent.models.resolve as r, tui_agent.models.litellm_model as m\n"
+            "r.validate_model_spec(['openai/gpt-4o', {'id': 'anthropic/claude'}])\n"
+            "r.resolve_model('openai/gpt-4o')")
+    assert loaded_after(code) == {"litellm": False, "textual": False}
+
+
+def test_agent_access_is_light() -> None:
+    if importlib.util.find_spec("tui_agent.agent.agent") is None:
+        pytest.skip("tui_agent.agent.agent does not exist yet")
+    assert loaded_after("import tui_agent\ntui_agent.Agent") == {
+        "litellm": False, "textual": False}
