@@ -1,0 +1,317 @@
+"""State lanes: a thread's named channels of changing context (browser, editor, watcher...).
+
+Each lane keeps its current value materialised in ``state_lanes`` (the last snapshot with every
+delta since applied), so reading a lane is one row whatever its history; every version is also
+kept in ``state_lane_history``. A ``delta`` is a JSON Merge Patch (RFC 7396) on the value.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from tui_agent.errors import ConfigError, SignalError
+from tui_agent.signals import (
+    check_attributes,
+    check_contents,
+    check_name,
+    parse_if_active,
+    parse_if_idle,
+    parse_target,
+)
+from tui_agent.store.records import Record, to_datetime
+
+LaneMode = Literal["snapshot", "delta"]
+MODES: tuple[str, ...] = ("snapshot", "delta")
+_STATE_KEYS = frozenset(
+    {"id", "cache_key", "contents", "mode", "value", "delta", "attributes", "metadata", "tag_name"}
+)
+_LANE_ATTRIBUTES = ("id", "version")  # set by the lane; the caller's attributes cannot replace them
+_CAMEL = {"cacheKey": "cache_key", "tagName": "tag_name"}
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396: apply ``patch`` to ``target`` and return the result (inputs are not changed).
+
+    An object patch merges key by key (``None`` removes a key); any other patch replaces the
+    target whole.
+    """
+    if not isinstance(patch, Mapping):
+        return patch
+    result = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+class StateLane(Record):
+    """A lane as of its current version."""
+
+    thread_id: str
+    id: str
+    version: int
+    mode: LaneMode
+    cache_key: str
+    value: Any = None
+    updated_at: datetime
+
+
+class StateLaneVersion(StateLane):
+    """One entry of a lane's history: the lane as of ``version``, plus the delta that made it."""
+
+    delta: Any = None
+    contents: str | None = None
+
+
+# -- reading (mixed into Memory) ------------------------------------------------------------------
+
+_LANE_COLUMNS = "thread_id, lane_id, version, mode, cache_key, value, updated_at"
+
+
+def _lane(row: Any) -> StateLane:
+    return StateLane(
+        thread_id=row[0], id=row[1], version=row[2], mode=row[3], cache_key=row[4],
+        value=_loads(row[5]), updated_at=to_datetime(row[6]),
+    )
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class StateLanesMixin:
+    """The state-lane reading API of ``Memory`` (needs ``self.store``)."""
+
+    store: Any
+
+    async def list_state_lanes(self, thread_id: str) -> list[StateLane]:
+        rows = await self.store.fetchall(
+            f"SELECT {_LANE_COLUMNS} FROM state_lanes WHERE thread_id=? ORDER BY lane_id",
+            (thread_id,),
+        )
+        return [_lane(row) for row in rows]
+
+    async def get_state_lane(self, thread_id: str, lane_id: str) -> StateLane | None:
+        row = await self.store.fetchone(
+            f"SELECT {_LANE_COLUMNS} FROM state_lanes WHERE thread_id=? AND lane_id=?",
+            (thread_id, lane_id),
+        )
+        return None if row is None else _lane(row)
+
+    async def state_lane_history(
+        self, thread_id: str, lane_id: str, limit: int = 50
+    ) -> list[StateLaneVersion]:
+        """The lane's versions, newest first."""
+        rows = await self.store.fetchall(
+            f"SELECT {_LANE_COLUMNS}, delta, contents FROM state_lane_history"
+            " WHERE thread_id=? AND lane_id=? ORDER BY version DESC LIMIT ?",
+            (thread_id, lane_id, limit),
+        )
+        return [
+            StateLaneVersion(**_lane(row).model_dump(), delta=_loads(row[7]), contents=row[8])
+            for row in rows
+        ]
+
+
+# -- sending --------------------------------------------------------------------------------------
+
+
+def _json_value(value: Any, what: str) -> Any:
+    """``value`` if it survives a JSON round trip unchanged in kind, else a clear error."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SignalError(
+            f"state {what} must be JSON (dicts, lists, strings, numbers): {exc}"
+        ) from None
+    return value
+
+
+def _require_str(state: Mapping[str, Any], key: str) -> str:
+    value = state.get(key)
+    if value is None:
+        raise SignalError(f"state signal needs {key!r} (a non-empty string)")
+    if not isinstance(value, str) or not value.strip():
+        raise SignalError(f"state {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _check_keys(state: Any) -> Mapping[str, Any]:
+    if not isinstance(state, Mapping):
+        raise SignalError(f"state signal must be a dict, got {type(state).__name__}")
+    extra = set(state) - _STATE_KEYS
+    if extra:
+        hints = [f"{k!r} → {_CAMEL[k]!r}" for k in sorted(extra) if k in _CAMEL]
+        hint = f" (names are snake_case: {', '.join(hints)})" if hints else ""
+        raise SignalError(
+            f"unknown key(s) {', '.join(map(repr, sorted(extra)))} in state signal; "
+            f"allowed: {', '.join(sorted(_STATE_KEYS))}{hint}"
+        )
+    return state
+
+
+def _check_payload(state: Mapping[str, Any], mode: str) -> tuple[Any, Any]:
+    """(value, delta) of the signal: a snapshot carries ``value``, a delta carries ``delta``."""
+    if mode == "snapshot":
+        if state.get("delta") is not None:
+            raise SignalError("state 'delta' is for mode 'delta'; a snapshot carries 'value'")
+        return _json_value(state.get("value"), "value"), None
+    if state.get("value") is not None:
+        raise SignalError("state 'value' is for mode 'snapshot'; a delta carries 'delta'")
+    if "delta" not in state:
+        raise SignalError("a state signal with mode 'delta' needs 'delta' (a JSON Merge Patch)")
+    return None, _json_value(state["delta"], "delta")
+
+
+class _StateIn:
+    """A validated state signal."""
+
+    def __init__(self, state: Any) -> None:
+        state = _check_keys(state)
+        self.lane_id = _require_str(state, "id")
+        self.cache_key = _require_str(state, "cache_key")
+        self.mode: str = state.get("mode") or "snapshot"
+        if self.mode not in MODES:
+            raise SignalError(f"unknown state mode {self.mode!r}; modes are 'snapshot', 'delta'")
+        self.value, self.delta = _check_payload(state, self.mode)
+        tag = state.get("tag_name")
+        self.tag_name = check_name("state" if tag is None else tag, "tag_name")
+        self.attributes = check_attributes(state.get("attributes"), "state attributes")
+        clash = [k for k in _LANE_ATTRIBUTES if k in self.attributes]
+        if clash:
+            raise SignalError(
+                f"state attributes {clash} are set by the lane (its id and version); rename them"
+            )
+        metadata = state.get("metadata")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise SignalError(f"state metadata must be a dict, got {type(metadata).__name__}")
+        self.metadata = dict(metadata or {})
+        payload = self.value if self.mode == "snapshot" else self.delta
+        contents = state.get("contents")
+        self.contents = check_contents(_dumps(payload) if contents is None else contents,
+                                       "state contents")
+
+    def signal(self, version: int) -> dict[str, Any]:
+        return {
+            "type": "state",
+            "tag_name": self.tag_name,
+            "contents": self.contents,
+            "attributes": {"id": self.lane_id, "version": version, **self.attributes},
+            "metadata": {**self.metadata, "state_lane": self.lane_id, "state_version": version},
+        }
+
+
+async def resolve_receipt(value: Any) -> Any:
+    """``send_signal`` returns its receipt at once; accept an awaitable that gives one too."""
+    if not hasattr(value, "accepted") and inspect.isawaitable(value):
+        return await value
+    return value
+
+
+async def _resolve_thread(store: Any, run_id: Any, resource_id: Any, thread_id: Any) -> str:
+    target = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
+    if target.thread_id is not None:
+        thread = await store.get_thread(target.thread_id)
+        if thread is None:
+            raise SignalError(
+                f"no thread {target.thread_id!r}: state lanes live on an existing memory thread"
+            )
+        if thread.resource_id != target.resource_id:
+            raise SignalError(
+                f"thread {thread.id!r} belongs to resource {thread.resource_id!r}, "
+                f"not {target.resource_id!r}"
+            )
+        return thread.id
+    run = await store.get_run(target.run_id)
+    if run is None:
+        raise SignalError(f"no run {target.run_id!r} in memory")
+    return str(run.thread_id)
+
+
+async def _store_version(store: Any, thread_id: str, state: _StateIn) -> int | None:
+    """Apply the signal to the lane in one transaction: the new version, or None if unchanged."""
+    now = time.time()
+    async with store.transaction() as db:
+        rows = await db.execute_fetchall(
+            "SELECT version, mode, cache_key, value FROM state_lanes"
+            " WHERE thread_id=? AND lane_id=?",
+            (thread_id, state.lane_id),
+        )
+        if rows and rows[0][1] == state.mode and rows[0][2] == state.cache_key:
+            return None
+        version = rows[0][0] + 1 if rows else 1
+        if state.mode == "snapshot":
+            value = state.value
+        else:  # a delta on a lane with no snapshot yet starts from {}
+            value = merge_patch(_loads(rows[0][3]) if rows else {}, state.delta)
+        value_json = _dumps(value)
+        await db.execute(
+            "INSERT INTO state_lanes(thread_id, lane_id, version, mode, cache_key, value,"
+            " updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(thread_id, lane_id) DO UPDATE SET"
+            " version=excluded.version, mode=excluded.mode, cache_key=excluded.cache_key,"
+            " value=excluded.value, updated_at=excluded.updated_at",
+            (thread_id, state.lane_id, version, state.mode, state.cache_key, value_json, now),
+        )
+        contents = state.contents if isinstance(state.contents, str) else _dumps(state.contents)
+        await db.execute(
+            "INSERT INTO state_lane_history(thread_id, lane_id, version, mode, cache_key, value,"
+            " delta, contents, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (thread_id, state.lane_id, version, state.mode, state.cache_key, value_json,
+             None if state.mode == "snapshot" else _dumps(state.delta), contents, now),
+        )
+    return version
+
+
+async def send_state_signal(
+    agent: Any,
+    state: Any,
+    *,
+    resource_id: str | None = None,
+    thread_id: str | None = None,
+    run_id: str | None = None,
+    if_active: Any = None,
+    if_idle: Any = None,
+) -> dict[str, Any]:
+    """Send a state update on a lane of a memory thread (``Agent.send_state_signal``).
+
+    Returns ``{"skipped": True, "reason": "unchanged"}`` when the lane already has this
+    ``cache_key`` and mode; otherwise ``{"skipped": False, "version", "lane", "signal",
+    "accepted", "receipt"}`` where ``accepted`` is the awaited routing result (as
+    ``await receipt.accepted`` gives it) and ``receipt`` the receipt of ``send_signal`` (its
+    ``.persisted`` is there to await for a persisted signal). Every check runs before the lane
+    is touched.
+    """
+    memory = getattr(agent, "memory", None)
+    if memory is None:
+        raise ConfigError(
+            f"agent {getattr(agent, 'id', '?')!r} has no memory: state lanes live on memory "
+            "threads (Agent(memory=Memory(...)))"
+        )
+    parsed = _StateIn(state)
+    parse_if_active(if_active)
+    parse_if_idle(if_idle)
+    store = memory.store
+    thread = await _resolve_thread(store, run_id, resource_id, thread_id)
+    thread_resource = resource_id or (await store.get_thread(thread)).resource_id
+    version = await _store_version(store, thread, parsed)
+    if version is None:
+        return {"skipped": True, "reason": "unchanged"}
+    target = {"run_id": run_id, "resource_id": thread_resource, "thread_id": thread}
+    receipt = await resolve_receipt(
+        agent.send_signal(parsed.signal(version), **target, if_active=if_active, if_idle=if_idle)
+    )
+    accepted = await receipt.accepted
+    lane = await StateLanesMixin.get_state_lane(memory, thread, parsed.lane_id)
+    return {"skipped": False, "version": version, "lane": lane, "signal": receipt.signal,
+            "accepted": accepted, "receipt": receipt}
