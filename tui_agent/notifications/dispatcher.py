@@ -1,0 +1,205 @@
+"""The dispatcher: sends scheduled digests and deferred or held deliveries once they are due.
+
+It runs as an asyncio task in every process that uses an agent with memory. Several may run on
+one store at once: each pass first *claims* the due records in one ``BEGIN IMMEDIATE``
+transaction (``claimed_by``, ``claim_expires_at``), and every outcome is written only where its
+claim stands, so no record is delivered twice. A claim left by a process that died expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from tui_agent.notifications import delivery
+from tui_agent.notifications.policy import agent_config
+from tui_agent.notifications.records import COLUMNS, NotificationRecord, row_to_record
+from tui_agent.store.sqlite import new_id
+
+log = logging.getLogger("tui_agent.notifications")
+CLAIM_BATCH = 500
+
+# A record that was summarised (or is waiting for its digest) and has ``deliver_at`` waits for
+# its thread to be idle: "a summary now, the full notification once idle". A live lease = active.
+_CLAIM_SQL = f"""
+UPDATE notifications SET claimed_by=:token, claim_expires_at=:expires
+WHERE id IN (
+  SELECT n.id FROM notifications n
+  WHERE n.status='pending' AND (n.claimed_by IS NULL OR n.claim_expires_at<:real_now)
+    AND (
+      (n.summary_at IS NOT NULL AND n.summary_at<=:now)
+      OR (n.deliver_at IS NOT NULL AND n.deliver_at<=:now AND (
+            (n.summary_at IS NULL AND n.summarized_at IS NULL)
+            OR NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=n.thread_id
+                           AND l.expires_at>:real_now)))
+    )
+  ORDER BY n.created_at LIMIT {CLAIM_BATCH}
+)
+RETURNING {", ".join(COLUMNS)}
+"""
+
+
+def _timestamp(now: float | datetime | None) -> float:
+    if now is None:
+        return time.time()
+    return now.timestamp() if isinstance(now, datetime) else float(now)
+
+
+def _due(moment: datetime | None, now: float) -> bool:
+    return moment is not None and moment.timestamp() <= now
+
+
+async def _claim(store: Any, token: str, now: float) -> list[NotificationRecord]:
+    real_now = time.time()
+    params = {"token": token, "expires": real_now + delivery.CLAIM_TTL_S, "now": now,
+              "real_now": real_now}
+    async with store.transaction() as db:
+        rows = await db.execute_fetchall(_CLAIM_SQL, params)
+    return [row_to_record(row) for row in rows]
+
+
+async def _deliver(
+    agent: Any, store: Any, records: list[NotificationRecord], token: str, now: float,
+    report: dict[str, int],
+) -> set[str]:
+    """Full deliveries of the records whose ``deliver_at`` is due. Returns the ids handled."""
+    handled: set[str] = set()
+    active = await store.active_run(records[0].thread_id) is not None
+    for rec in records:
+        if not _due(rec.deliver_at, now):
+            continue
+        if active and (rec.summary_at is not None or rec.summarized_at is not None):
+            continue  # held for an idle thread (the claim saw it idle; it is busy again)
+        handled.add(rec.id)
+        try:
+            await delivery.route(agent, delivery.full_signal(rec), rec,
+                                 resource_id=rec.resource_id, thread_id=rec.thread_id,
+                                 behavior="deliver", if_idle=None)
+        except Exception as exc:
+            report["failures"] += 1
+            await delivery.mark_failed_attempt(store, [rec.id], token, exc, now, digest=False)
+            continue
+        report["delivered"] += 1
+        await delivery.mark_delivered(store, [rec.id], token, time.time())
+    return handled
+
+
+async def _digest(
+    agent: Any, store: Any, thread_id: str, records: list[NotificationRecord], token: str,
+    now: float, report: dict[str, int],
+) -> None:
+    """One digest for the thread, covering every due summary of this pass."""
+    due = [rec for rec in records if _due(rec.summary_at, now)]
+    if not due:
+        return
+    ids = [rec.id for rec in due]
+    try:
+        signal = await delivery.build_digest(store, thread_id)
+        if signal is None:  # all of them were seen or dismissed meanwhile
+            return
+        await delivery.route(agent, signal, None, resource_id=due[0].resource_id,
+                             thread_id=thread_id,
+                             behavior=delivery.digest_behavior([r.priority for r in due]),
+                             if_idle=None)
+    except Exception as exc:
+        report["failures"] += 1
+        await delivery.mark_failed_attempt(store, ids, token, exc, now, digest=True)
+        return
+    report["digests"] += 1
+    await delivery.mark_summarized(store, ids, token, time.time())
+
+
+async def dispatch_due(
+    agent: Any, now: float | datetime | None = None, *, claimant: str | None = None
+) -> dict[str, int]:
+    """One pass: claim what is due at ``now`` (default: the clock) and send it — full
+    deliveries first, then one digest per thread for the remaining due summaries. Returns
+    counts: ``claimed``, ``delivered``, ``digests``, ``failures``."""
+    store = agent.memory.store
+    at = _timestamp(now)
+    token = claimant or f"dispatch:{os.getpid()}:{new_id()}"
+    report = {"claimed": 0, "delivered": 0, "digests": 0, "failures": 0}
+    records = await _claim(store, token, at)
+    report["claimed"] = len(records)
+    by_thread: dict[str, list[NotificationRecord]] = defaultdict(list)
+    for rec in records:
+        by_thread[rec.thread_id].append(rec)
+    try:
+        for thread_id, recs in by_thread.items():
+            handled = await _deliver(agent, store, recs, token, at, report)
+            rest = [rec for rec in recs if rec.id not in handled]
+            await _digest(agent, store, thread_id, rest, token, at, report)
+    finally:
+        await delivery.release(store, [rec.id for rec in records], token)
+    return report
+
+
+class NotificationDispatcher:
+    """Runs ``dispatch_due`` every ``interval_s`` in this process's event loop."""
+
+    def __init__(self, agent: Any, interval_s: float | None = None) -> None:
+        self.agent = agent
+        self.interval_s = interval_s or agent_config(agent).dispatch_interval_s
+        self.claimant = f"dispatch:{os.getpid()}:{new_id()}"
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def running_in(self, loop: asyncio.AbstractEventLoop) -> bool:
+        return self.running and self._loop is loop
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self._run(), name="tui-agent-notification-dispatcher")
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await dispatch_due(self.agent, claimant=self.claimant)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bad pass must not end the dispatcher; the next one retries
+                log.exception("notification dispatch pass failed")
+            await asyncio.sleep(self.interval_s)
+
+
+def ensure_dispatcher(agent: Any) -> NotificationDispatcher | None:
+    """Start the agent's dispatcher in the running loop (idempotent). None without memory or
+    outside a running loop."""
+    if getattr(agent, "memory", None) is None:
+        return None
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    current: NotificationDispatcher | None = getattr(agent, "_tui_dispatcher", None)
+    if current is not None and current.running_in(loop):
+        return current
+    dispatcher = NotificationDispatcher(agent)
+    dispatcher.start()
+    agent._tui_dispatcher = dispatcher
+    return dispatcher
+
+
+async def stop_dispatcher(agent: Any) -> None:
+    """Stop the agent's dispatcher, if it runs, and wait for its current pass to end."""
+    dispatcher: NotificationDispatcher | None = getattr(agent, "_tui_dispatcher", None)
+    if dispatcher is None:
+        return
+    task = dispatcher._task
+    dispatcher.stop()
+    if task is not None and task.get_loop() is asyncio.get_running_loop():
+        await asyncio.gather(task, return_exceptions=True)

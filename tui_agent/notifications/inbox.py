@@ -1,0 +1,409 @@
+"""The notification inbox: records on a thread, merged when they repeat, delivered by policy.
+
+``send_notification_signal`` validates every record (and takes every policy decision) before it
+stores anything, then stores or merges each record in one transaction and acts on the decision:
+deliver/persist send the full notification now, a summary without a time sends a digest now,
+timed summaries and deferred deliveries are left to the dispatcher, discard only marks the record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from tui_agent.errors import ConfigError, SignalError, StoreError
+from tui_agent.notifications import delivery
+from tui_agent.notifications.policy import (
+    PRIORITIES,
+    PRIORITY_RANK,
+    Decision,
+    agent_config,
+    decide,
+)
+from tui_agent.notifications.records import (
+    SELECT,
+    STATUSES,
+    NotificationRecord,
+    fetch_record,
+    row_to_record,
+)
+from tui_agent.signals import check_attributes, parse_if_idle, parse_target
+from tui_agent.store.sqlite import dumps, new_id
+
+_KEYS = frozenset({
+    "source", "kind", "summary", "priority", "payload", "dedupe_key", "coalesce_key",
+    "attributes", "metadata",
+})
+_CAMEL = {"dedupeKey": "dedupe_key", "coalesceKey": "coalesce_key"}
+_RESERVED_ATTRIBUTES = ("id", "source", "kind", "priority")
+
+
+# -- reading and status changes (mixed into Memory) -----------------------------------------------
+
+
+class InboxMixin:
+    """The inbox API of ``Memory`` (needs ``self.store``)."""
+
+    store: Any
+
+    async def get_notification(self, notification_id: str) -> NotificationRecord | None:
+        return await fetch_record(self.store, notification_id)
+
+    async def list_notifications(
+        self, thread_id: str | None = None, status: str | None = None, limit: int = 50
+    ) -> list[NotificationRecord]:
+        """Newest first (by last change: a merge brings a record back to the top)."""
+        where, params = _filters(thread_id, status)
+        rows = await self.store.fetchall(
+            f"{SELECT}{where} ORDER BY updated_at DESC, rowid DESC LIMIT ?", (*params, limit)
+        )
+        return [row_to_record(row) for row in rows]
+
+    async def search_notifications(
+        self, query: str, thread_id: str | None = None, limit: int = 50
+    ) -> list[NotificationRecord]:
+        """Records whose summary, kind or source contains ``query`` (any case), newest first."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a string, got {type(query).__name__}")
+        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where, params = _filters(thread_id, None)
+        clause = "(summary LIKE ? ESCAPE '\\' OR kind LIKE ? ESCAPE '\\'" \
+                 " OR source LIKE ? ESCAPE '\\')"
+        where = f"{where} AND {clause}" if where else f" WHERE {clause}"
+        rows = await self.store.fetchall(
+            f"{SELECT}{where} ORDER BY updated_at DESC, rowid DESC LIMIT ?",
+            (*params, pattern, pattern, pattern, limit),
+        )
+        return [row_to_record(row) for row in rows]
+
+    async def mark_notification_seen(self, notification_id: str) -> NotificationRecord:
+        return await self._set_status(notification_id, "seen")
+
+    async def dismiss_notification(self, notification_id: str) -> NotificationRecord:
+        return await self._set_status(notification_id, "dismissed")
+
+    async def archive_notification(self, notification_id: str) -> NotificationRecord:
+        return await self._set_status(notification_id, "archived")
+
+    async def _set_status(self, notification_id: str, status: str) -> NotificationRecord:
+        now = time.time()
+        async with self.store.transaction() as db:
+            cursor = await db.execute(
+                f"UPDATE notifications SET status=?, {status}_at=?, updated_at=?,"
+                " summary_at=NULL, deliver_at=NULL WHERE id=?",
+                (status, now, now, notification_id),
+            )
+            if cursor.rowcount == 0:
+                raise StoreError(f"no notification {notification_id!r}")
+        record = await fetch_record(self.store, notification_id)
+        assert record is not None
+        return record
+
+
+def _filters(thread_id: str | None, status: str | None) -> tuple[str, list[Any]]:
+    clauses, params = [], []
+    if thread_id is not None:
+        clauses.append("thread_id=?")
+        params.append(thread_id)
+    if status is not None:
+        if status not in STATUSES:
+            raise ValueError(f"unknown notification status {status!r}; statuses: {STATUSES}")
+        clauses.append("status=?")
+        params.append(status)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+# -- validation -----------------------------------------------------------------------------------
+
+
+def _text(raw: Mapping[str, Any], key: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise SignalError(f"notification {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _optional_key(raw: Mapping[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise SignalError(f"notification {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _check_json(value: Any, what: str) -> Any:
+    import json
+
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SignalError(f"notification {what} must be JSON: {exc}") from None
+    return value
+
+
+def validate_notification(raw: Any) -> dict[str, Any]:
+    """The notification's fields, checked; a clear SignalError names the first problem."""
+    if not isinstance(raw, Mapping):
+        raise SignalError(f"notification must be a dict, got {type(raw).__name__}")
+    extra = set(raw) - _KEYS
+    if extra:
+        hints = [f"{k!r} → {_CAMEL[k]!r}" for k in sorted(extra) if k in _CAMEL]
+        hint = f" (names are snake_case: {', '.join(hints)})" if hints else ""
+        raise SignalError(
+            f"unknown key(s) {', '.join(map(repr, sorted(extra)))} in notification; "
+            f"allowed: {', '.join(sorted(_KEYS))}{hint}"
+        )
+    priority = raw.get("priority", "medium")
+    if priority not in PRIORITIES:
+        raise SignalError(
+            f"unknown notification priority {priority!r}; priorities: {', '.join(PRIORITIES)}"
+        )
+    attributes = check_attributes(raw.get("attributes"), "notification attributes")
+    reserved = [k for k in _RESERVED_ATTRIBUTES if k in attributes]
+    if reserved:
+        raise SignalError(f"notification attributes {reserved} are set from the record itself")
+    metadata = raw.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise SignalError(f"notification metadata must be a dict, got {type(metadata).__name__}")
+    return {
+        "source": _text(raw, "source"), "kind": _text(raw, "kind"),
+        "summary": _text(raw, "summary"), "priority": priority,
+        "payload": _check_json(raw.get("payload"), "payload"),
+        "dedupe_key": _optional_key(raw, "dedupe_key"),
+        "coalesce_key": _optional_key(raw, "coalesce_key"),
+        "attributes": attributes, "metadata": _check_json(dict(metadata or {}), "metadata"),
+    }
+
+
+# -- storing --------------------------------------------------------------------------------------
+
+_MERGE_SQL = (
+    f"{SELECT} WHERE thread_id=? AND status='pending' AND source=? AND kind=?"
+    " AND ((dedupe_key IS NOT NULL AND dedupe_key=?) OR (coalesce_key IS NOT NULL AND"
+    " coalesce_key=?)) AND (claimed_by IS NULL OR claim_expires_at<?)"
+    " ORDER BY updated_at DESC LIMIT 1"
+)
+
+
+async def _merge_target(store: Any, thread_id: str, item: dict[str, Any]) -> Any:
+    if item["dedupe_key"] is None and item["coalesce_key"] is None:
+        return None
+    row = await store.fetchone(
+        _MERGE_SQL,
+        (thread_id, item["source"], item["kind"], item["dedupe_key"], item["coalesce_key"],
+         time.time()),
+    )
+    return None if row is None else row_to_record(row)
+
+
+def _candidate(
+    item: dict[str, Any], existing: NotificationRecord | None, thread_id: str, resource_id: str
+) -> NotificationRecord:
+    """The record as it will be stored: new, or ``existing`` with this notification merged in."""
+    now = datetime.now(UTC)
+    if existing is None:
+        return NotificationRecord(
+            id=new_id(), thread_id=thread_id, resource_id=resource_id, status="pending",
+            created_at=now, updated_at=now, **item,
+        )
+    top = max(existing.priority, item["priority"], key=PRIORITY_RANK.__getitem__)
+    return existing.model_copy(update={
+        "summary": item["summary"], "priority": top, "payload": item["payload"],
+        "coalesced_count": existing.coalesced_count + 1,
+        "attributes": {**existing.attributes, **item["attributes"]},
+        "metadata": {**existing.metadata, **item["metadata"]},
+        "dedupe_key": existing.dedupe_key or item["dedupe_key"],
+        "coalesce_key": existing.coalesce_key or item["coalesce_key"],
+        "updated_at": now,
+    })
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
+    return min((x for x in (a, b) if x is not None), default=None)
+
+
+_INSERT_SQL = (
+    "INSERT INTO notifications(id, thread_id, resource_id, source, kind, priority, status,"
+    " summary, payload, dedupe_key, coalesce_key, coalesced_count, attributes, metadata,"
+    " created_at, updated_at, discarded_at, deliver_at, summary_at, claimed_by,"
+    " claim_expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_MERGE_UPDATE_SQL = (
+    "UPDATE notifications SET summary=?, priority=?, payload=?, coalesced_count=coalesced_count+1,"
+    " attributes=?, metadata=?, dedupe_key=?, coalesce_key=?, updated_at=?, status=?,"
+    " discarded_at=?, deliver_at=?, summary_at=?, claimed_by=?, claim_expires_at=?"
+    " WHERE id=? AND status='pending' AND (claimed_by IS NULL OR claim_expires_at<?)"
+)
+
+
+async def _store(
+    store: Any, rec: NotificationRecord, decision: Decision, merged: bool, token: str | None
+) -> NotificationRecord:
+    """Insert or merge ``rec`` with the decision's schedule, in one transaction. ``token`` claims
+    it for an immediate send. A merge target taken meanwhile makes this a new record."""
+    now = time.time()
+    status = "discarded" if decision.action == "discard" else "pending"
+    discarded_at = now if status == "discarded" else None
+    summary_at = _earliest(rec.summary_at if merged else None, decision.summary_at)
+    deliver_at = _earliest(rec.deliver_at if merged else None, decision.deliver_at)
+    claim = (token, now + delivery.CLAIM_TTL_S if token else None)
+    common = (dumps(rec.attributes), dumps(rec.metadata))
+    async with store.transaction() as db:
+        if merged:
+            cursor = await db.execute(_MERGE_UPDATE_SQL, (
+                rec.summary, rec.priority, dumps(rec.payload), *common, rec.dedupe_key,
+                rec.coalesce_key, now, status, discarded_at, _ts(deliver_at), _ts(summary_at),
+                *claim, rec.id, now,
+            ))
+            if cursor.rowcount == 1:
+                return rec
+            rec = rec.model_copy(update={"id": new_id(), "coalesced_count": 1})
+        await db.execute(_INSERT_SQL, (
+            rec.id, rec.thread_id, rec.resource_id, rec.source, rec.kind, rec.priority, status,
+            rec.summary, dumps(rec.payload), rec.dedupe_key, rec.coalesce_key, 1, *common,
+            now, now, discarded_at, _ts(deliver_at), _ts(summary_at), *claim,
+        ))
+    return rec
+
+
+# -- sending --------------------------------------------------------------------------------------
+
+
+async def _thread_state(store: Any, thread_id: str) -> str:
+    return "active" if await store.active_run(thread_id) is not None else "idle"
+
+
+async def _resolve_target(store: Any, run_id: Any, resource_id: Any, thread_id: Any) -> tuple[
+    str, str
+]:
+    target = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
+    if target.thread_id is not None:
+        return str(target.resource_id), target.thread_id
+    run = await store.get_run(target.run_id)
+    if run is None:
+        raise SignalError(f"no run {target.run_id!r} in memory")
+    return run.resource_id, run.thread_id
+
+
+def _immediate(decision: Decision) -> str | None:
+    """What this call sends itself: "deliver", "persist", "digest", or None (the dispatcher)."""
+    if decision.action in ("deliver", "persist"):
+        return decision.action
+    if decision.action == "summarize" and decision.summary_at is None:
+        return "digest"
+    return None
+
+
+async def _act(
+    agent: Any, store: Any, rec: NotificationRecord, decision: Decision, token: str,
+    if_idle: dict[str, Any],
+) -> dict[str, Any]:
+    """Send what the decision asks for now; a failed send is scheduled for the dispatcher."""
+    kind = _immediate(decision)
+    if kind is None:
+        return {}
+    now = time.time()
+    try:
+        if kind == "digest":
+            await _claim_due_summaries(store, rec.thread_id, token, now)
+            signal = await delivery.build_digest(store, rec.thread_id)
+            assert signal is not None  # rec itself is pending
+            out = await delivery.route(
+                agent, signal, rec, resource_id=rec.resource_id, thread_id=rec.thread_id,
+                behavior=delivery.digest_behavior([rec.priority]), if_idle=if_idle,
+            )
+        else:
+            out = await delivery.route(
+                agent, delivery.full_signal(rec), rec, resource_id=rec.resource_id,
+                thread_id=rec.thread_id, behavior=kind, if_idle=if_idle,
+            )
+    except Exception as exc:
+        ids = await _claimed_ids(store, rec.thread_id, token)
+        await delivery.mark_failed_attempt(store, ids, token, exc, now, digest=kind == "digest")
+        return {"delivery_error": f"{type(exc).__name__}: {exc}"}
+    ids = await _claimed_ids(store, rec.thread_id, token)
+    if kind == "digest":
+        await delivery.mark_summarized(store, ids, token, time.time())
+    else:
+        await delivery.mark_delivered(store, ids, token, time.time())
+    return out
+
+
+async def _claim_due_summaries(store: Any, thread_id: str, token: str, now: float) -> None:
+    """An immediate digest covers every pending record of the thread: those whose own digest
+    was due are taken with it, so the dispatcher does not send another one for them."""
+    async with store.transaction() as db:
+        await db.execute(
+            "UPDATE notifications SET claimed_by=?, claim_expires_at=? WHERE thread_id=? AND"
+            " status='pending' AND summary_at IS NOT NULL AND summary_at<=? AND"
+            " (claimed_by IS NULL OR claim_expires_at<?)",
+            (token, now + delivery.CLAIM_TTL_S, thread_id, now, now),
+        )
+
+
+async def _claimed_ids(store: Any, thread_id: str, token: str) -> list[str]:
+    rows = await store.fetchall(
+        "SELECT id FROM notifications WHERE thread_id=? AND claimed_by=?", (thread_id, token)
+    )
+    return [row[0] for row in rows]
+
+
+async def send_notification_signal(
+    agent: Any,
+    notification: Any,
+    *,
+    resource_id: str | None = None,
+    thread_id: str | None = None,
+    run_id: str | None = None,
+    if_idle: Any = None,
+) -> dict[str, Any] | list[dict[str, Any]]:
+    """Create or merge inbox records and apply the delivery policy (``Agent.
+    send_notification_signal``). One notification in, one result out; a list in, a list out.
+
+    A result is ``{"record", "decision"}`` plus, when a signal was sent now, ``"signal"``,
+    ``"accepted"`` (the awaited routing result), ``"run_id"`` (wake/deliver) and ``"persisted"``
+    (True when it was stored without waking). A send that failed leaves ``"delivery_error"``;
+    the dispatcher retries it. Every record is validated and decided before any is stored.
+    """
+    memory = getattr(agent, "memory", None)
+    if memory is None:
+        raise ConfigError(
+            f"agent {getattr(agent, 'id', '?')!r} has no memory: the notification inbox lives "
+            "on memory threads (Agent(memory=Memory(...)))"
+        )
+    items = notification if isinstance(notification, list) else [notification]
+    if not items:
+        raise SignalError("send_notification_signal got an empty list")
+    checked = [validate_notification(item) for item in items]
+    idle = parse_if_idle(if_idle).model_dump(exclude={"behavior"}, exclude_defaults=True)
+    store = memory.store
+    resource, thread = await _resolve_target(store, run_id, resource_id, thread_id)
+    policy = agent_config(agent).delivery_policy
+    state = await _thread_state(store, thread)
+    planned = []
+    for item in checked:
+        existing = await _merge_target(store, thread, item)
+        rec = _candidate(item, existing, thread, resource)
+        planned.append((rec, existing is not None, await decide(policy, rec, state)))
+    await store.ensure_thread(thread, resource)
+    results = [await _store_and_act(agent, store, *plan, idle) for plan in planned]
+    return results if isinstance(notification, list) else results[0]
+
+
+async def _store_and_act(
+    agent: Any, store: Any, rec: NotificationRecord, merged: bool, decision: Decision,
+    if_idle: dict[str, Any],
+) -> dict[str, Any]:
+    # A record sent by this call is claimed as it is stored: the dispatcher leaves it alone.
+    token = f"inline:{new_id()}" if _immediate(decision) else None
+    rec = await _store(store, rec, decision, merged, token)
+    if token is None:
+        return {"record": await fetch_record(store, rec.id), "decision": decision}
+    out = await _act(agent, store, rec, decision, token, if_idle)
+    record = await fetch_record(store, rec.id)
+    return {"record": record, "decision": decision, **out}
