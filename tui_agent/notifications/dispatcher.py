@@ -167,13 +167,13 @@ class NotificationDispatcher:
 
     async def _run(self) -> None:
         while True:
+            await asyncio.sleep(self.interval_s)  # what a call sends at once needs no pass
             try:
                 await dispatch_due(self.agent, claimant=self.claimant)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bad pass must not end the dispatcher; the next one retries
                 log.exception("notification dispatch pass failed")
-            await asyncio.sleep(self.interval_s)
 
 
 def ensure_dispatcher(agent: Any) -> NotificationDispatcher | None:
