@@ -390,7 +390,14 @@ async def send_notification_signal(
         existing = await _merge_target(store, thread, item)
         rec = _candidate(item, existing, thread, resource)
         planned.append((rec, existing is not None, await decide(policy, rec, state)))
-    await store.ensure_thread(thread, resource)
+    existing_thread = await store.get_thread(thread)
+    if existing_thread is None:
+        await store.ensure_thread(thread, resource)
+    elif existing_thread.resource_id != resource:
+        raise SignalError(
+            f"thread {thread!r} belongs to resource {existing_thread.resource_id!r}, "
+            f"not {resource!r}"
+        )
     results = [await _store_and_act(agent, store, *plan, idle) for plan in planned]
     return results if isinstance(notification, list) else results[0]
 
