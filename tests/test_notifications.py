@@ -339,3 +339,17 @@ async def test_target_and_memory_are_required(memory: Any, seen: Seen) -> None:
     with pytest.raises(ConfigError, match="no memory"):
         await bare.send_notification_signal(gh(), resource_id=R, thread_id=T)
     await agent.close()
+
+
+async def test_thread_of_another_resource_is_refused(agent: Any, memory: Any) -> None:
+    await memory.store.ensure_thread(T, "someone-else")
+    with pytest.raises(SignalError, match="belongs to resource 'someone-else'"):
+        await agent.send_notification_signal(gh(), resource_id=R, thread_id=T)
+    assert await memory.list_notifications() == []
+
+
+async def test_a_run_id_alone_targets_its_thread(agent: Any, memory: Any) -> None:
+    run_id = await make_active(memory)
+    result = await agent.send_notification_signal(gh(priority="urgent"), run_id=run_id)
+    assert result["record"].thread_id == T and result["record"].resource_id == R
+    assert result["accepted"] == {"action": "deliver", "run_id": run_id}
