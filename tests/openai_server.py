@@ -127,6 +127,7 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, like a real provider
+    disable_nagle_algorithm = True  # small SSE writes must not wait for delayed ACKs (40 ms)
     fake: FakeOpenAIServer
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -197,9 +197,17 @@ class LiteLLMModel:
         except Exception as exc:
             raise self._call_error(exc) from exc
         watcher = _close_on_abort(abort, response) if abort is not None else None
+        step = _Step()
         try:
-            async for event in self._events(response, abort):
-                yield event
+            async for chunk in response:
+                if abort is not None and abort.is_set():
+                    return
+                for event in step.events(chunk):
+                    yield event
+            if self._provider in _REPORTS_FINISH and _finish_was_synthesized(response):
+                raise ModelCallError(
+                    f"model {self._model_id!r}: the stream ended before the provider finished "
+                    "(connection lost mid-answer)", model=self._model_id)
         except Exception as exc:
             if abort is not None and abort.is_set():
                 return  # the stream was closed under us on purpose
@@ -209,43 +217,7 @@ class LiteLLMModel:
                 watcher.cancel()
             with contextlib.suppress(Exception):
                 await response.aclose()
-
-    async def _events(
-        self, response: Any, abort: asyncio.Event | None
-    ) -> AsyncIterator[ModelEvent]:
-        finish: str | None = None
-        usage: Usage | None = None
-        saw_tool_call = False
-        async for chunk in response:
-            if abort is not None and abort.is_set():
-                return
-            raw_usage = getattr(chunk, "usage", None)
-            if raw_usage is not None:
-                usage = Usage(raw_usage.prompt_tokens or 0, raw_usage.completion_tokens or 0)
-            if not chunk.choices:
-                continue
-            choice = chunk.choices[0]
-            delta = choice.delta
-            if delta is not None:
-                if delta.content:
-                    yield TextDelta(delta.content)
-                if delta.tool_calls:
-                    saw_tool_call = True
-                    for call in delta.tool_calls:
-                        fn = call.function
-                        yield ToolCallDelta(
-                            call.index or 0, call.id,
-                            fn.name if fn is not None else None,
-                            (fn.arguments or "") if fn is not None else "",
-                        )
-            if choice.finish_reason:
-                finish = choice.finish_reason
-        if self._provider in _REPORTS_FINISH and _finish_was_synthesized(response):
-            raise ModelCallError(
-                f"model {self._model_id!r}: the stream ended before the provider finished "
-                "(connection lost mid-answer)", model=self._model_id)
-        reason = "tool-calls" if saw_tool_call else _FINISH.get(finish or "stop", "stop")
-        yield StepEnd(reason, usage)
+        yield step.end()
 
     def _call_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {**self._extra, **request.settings}
@@ -301,6 +273,69 @@ class LiteLLMModel:
         found = [self._api_key] if self._api_key else []
         found += [v for k, v in os.environ.items() if _looks_secret(k) and len(v) >= 8]
         return found
+
+
+_NO_EVENTS: tuple[ModelEvent, ...] = ()
+
+
+class _Step:
+    """Turns litellm chunks into our events (sync, a few attribute reads per chunk)."""
+
+    __slots__ = ("finish", "saw_tool_call", "usage")
+
+    def __init__(self) -> None:
+        self.finish: str | None = None
+        self.usage: Usage | None = None
+        self.saw_tool_call = False
+
+    def events(self, chunk: Any) -> tuple[ModelEvent, ...] | list[ModelEvent]:
+        raw_usage = _attr(chunk, "usage")
+        if raw_usage is not None:
+            self.usage = Usage(_attr(raw_usage, "prompt_tokens") or 0,
+                               _attr(raw_usage, "completion_tokens") or 0)
+        choices = _attr(chunk, "choices")
+        if not choices:
+            return _NO_EVENTS
+        choice = choices[0]
+        finish = _attr(choice, "finish_reason")
+        if finish:
+            self.finish = finish
+        delta = _attr(choice, "delta")
+        if delta is None:
+            return _NO_EVENTS
+        content = _attr(delta, "content")
+        calls = _attr(delta, "tool_calls")
+        if not calls:
+            return (TextDelta(content),) if content else _NO_EVENTS
+        self.saw_tool_call = True
+        events: list[ModelEvent] = [TextDelta(content)] if content else []
+        events.extend(_tool_call_delta(call) for call in calls)
+        return events
+
+    def end(self) -> StepEnd:
+        reason = "tool-calls" if self.saw_tool_call else _FINISH.get(self.finish or "", "stop")
+        return StepEnd(reason, self.usage)
+
+
+def _tool_call_delta(call: Any) -> ToolCallDelta:
+    fn = _attr(call, "function")
+    name = _attr(fn, "name") if fn is not None else None
+    arguments = (_attr(fn, "arguments") or "") if fn is not None else ""
+    return ToolCallDelta(_attr(call, "index") or 0, _attr(call, "id"), name, arguments)
+
+
+def _attr(obj: Any, name: str) -> Any:
+    """Read a field of a litellm chunk object fast. litellm keeps most chunk fields in pydantic's
+    ``__pydantic_extra__``, where a plain getattr costs ~1-2 µs through ``__getattr__``."""
+    extra = getattr(obj, "__pydantic_extra__", None)
+    if extra and name in extra:
+        return extra[name]
+    fields = getattr(obj, "__dict__", None)
+    if fields is not None and name in fields:
+        return fields[name]
+    if extra is not None:  # a pydantic model that does not have this field: absent
+        return None
+    return getattr(obj, name, None)
 
 
 def _finish_was_synthesized(response: Any) -> bool:
