@@ -8,9 +8,10 @@
 A reply is one of:
 - a string: streamed as text chunks of ``chunk_size`` characters;
 - ``{"text": str | list[str], "tool_calls": [{"name", "arguments" (dict or JSON str), "id"?}],
-  "finish_reason": str, "usage": {"prompt_tokens", "completion_tokens"}, "hold": bool}``;
-  tool-call arguments are split over several chunks; ``hold`` makes the server send the first
-  delta, then wait for :meth:`release` (tests of aborts use it instead of sleeps); ``cut``
+  "finish_reason": str, "usage": {"prompt_tokens", "completion_tokens"}, "hold": True|"start"}``;
+  tool-call arguments are split over several chunks; ``hold=True`` makes the server send the
+  first delta, then wait for :meth:`release`, ``hold="start"`` waits before answering at all
+  (tests of aborts use these instead of sleeps); ``cut``
   makes it hang up after the first delta, mid-body;
 - ``{"error": 500, "message": "..."}``: that HTTP status with an OpenAI-style error body.
 
@@ -149,6 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, _error_body(404, f"no route {self.path}"))
             return
         reply = _normalize(self.fake._next_reply(body, headers), self.fake.chunk_size)
+        if reply.get("hold") == "start":
+            self.fake._release.wait(timeout=30)
         if "error" in reply:
             status = int(reply["error"])
             self._send_json(status, _error_body(status, reply.get("message", "scripted error")))
@@ -177,7 +180,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for i, event in enumerate(_sse_events(body, reply, include_usage)):
                 self._write_chunk(f"data: {event}\n\n".encode())
-                if i == 1 and reply.get("hold"):  # after the role chunk and one delta
+                if i == 1 and reply.get("hold") is True:  # after the role chunk and one delta
                     self.fake._release.wait(timeout=30)
                 if i == 1 and reply.get("cut"):
                     self.close_connection = True  # hang up mid-stream, body unfinished

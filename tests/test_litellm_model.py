@@ -283,6 +283,28 @@ async def test_abort_closes_a_stalled_stream(openai_server: FakeOpenAIServer) ->
     assert events == [TextDelta("firs")]
 
 
+async def test_abort_before_the_provider_answers(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script({"text": "never sent", "hold": "start"})
+    abort = asyncio.Event()
+    model = LiteLLMModel("openai/gpt-test")
+
+    async def consume() -> list[ModelEvent]:
+        return [e async for e in model.stream(ModelRequest([user("hi")], abort=abort))]
+
+    task = asyncio.ensure_future(consume())
+    try:
+        async def request_arrived() -> None:
+            while not openai_server.requests:
+                await asyncio.sleep(0.005)
+
+        await asyncio.wait_for(request_arrived(), timeout=10)
+        abort.set()  # the provider has the request but has not answered
+        events = await asyncio.wait_for(task, timeout=10)
+    finally:
+        openai_server.release()
+    assert events == []
+
+
 async def test_fallback_moves_on_when_the_first_model_fails(
     openai_server: FakeOpenAIServer,
 ) -> None:

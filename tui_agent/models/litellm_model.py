@@ -133,7 +133,7 @@ class LiteLLMModel:
     # -- readiness ---------------------------------------------------------------------------
     async def ensure_ready(self) -> None:
         """Import litellm off the event loop (first time only), then :meth:`check_ready`."""
-        if not self._ready and _litellm is None and self._needs_litellm_to_check():
+        if _litellm is None:
             await asyncio.to_thread(load_litellm)
         self.check_ready()
 
@@ -149,9 +149,6 @@ class LiteLLMModel:
         else:
             self._check_with_litellm()
         self._ready = True
-
-    def _needs_litellm_to_check(self) -> bool:
-        return self._prefix not in _KNOWN_KEYS
 
     def _check_known_keys(self) -> None:
         if self._api_key:
@@ -191,11 +188,12 @@ class LiteLLMModel:
             return
         if self._supports_usage_option is None:
             self._supports_usage_option = _supports_stream_options(self._litellm_model)
-        kwargs = self._call_kwargs(request)
         try:
-            response = await _litellm.acompletion(**kwargs)  # type: ignore[union-attr]
+            response = await _open_stream(self._call_kwargs(request), abort)
         except Exception as exc:
             raise self._call_error(exc) from exc
+        if response is None:
+            return  # aborted before the provider answered
         watcher = _close_on_abort(abort, response) if abort is not None else None
         step = _Step()
         try:
@@ -355,6 +353,26 @@ def _supports_stream_options(model: str) -> bool:
     except Exception:
         return False
     return "stream_options" in (params or [])
+
+
+async def _open_stream(kwargs: dict[str, Any], abort: asyncio.Event | None) -> Any:
+    """``litellm.acompletion``; None if ``abort`` is set before the provider answers (the time
+    to the first byte can be seconds, and an abort must not wait for it)."""
+    call = _litellm.acompletion(**kwargs)  # type: ignore[union-attr]
+    if abort is None:
+        return await call
+    opening = asyncio.ensure_future(call)
+    aborted = asyncio.ensure_future(abort.wait())
+    try:
+        await asyncio.wait((opening, aborted), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        aborted.cancel()
+    if not opening.done():
+        opening.cancel()
+        with contextlib.suppress(BaseException):
+            await opening
+        return None
+    return opening.result()
 
 
 def _close_on_abort(abort: asyncio.Event, response: Any) -> asyncio.Task[None]:
