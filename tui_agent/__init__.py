@@ -20,7 +20,15 @@ _EXPORTS = {
     "RequestContext": "tui_agent.context",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [
+    "Agent",
+    "Memory",
+    "RequestContext",
+    "SqliteStore",
+    "Tool",
+    "__version__",
+    "create_tool",
+]
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent

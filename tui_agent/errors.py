@@ -44,7 +44,9 @@ class SignalError(TuiAgentError, ValueError):
 class ModelCallError(TuiAgentError):
     """The model provider failed (HTTP error, bad response, timeout)."""
 
-    def __init__(self, message: str, *, status_code: int | None = None, model: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = None, model: str | None = None
+    ) -> None:
         self.status_code = status_code
         self.model = model
         super().__init__(message)
@@ -68,3 +70,7 @@ class RunFailedError(TuiAgentError):
 
 class StoreError(TuiAgentError):
     """The store could not do what was asked (bad schema version, missing thread, ...)."""
+
+
+class ThreadBusyError(TuiAgentError):
+    """A direct generate()/stream() asked for a thread that already has a live run."""

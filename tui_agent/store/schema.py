@@ -140,8 +140,10 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX notifications_by_thread ON notifications(thread_id, status, created_at);
     CREATE INDEX notifications_by_status ON notifications(status, created_at);
-    CREATE INDEX notifications_due_deliver ON notifications(deliver_at) WHERE deliver_at IS NOT NULL;
-    CREATE INDEX notifications_due_summary ON notifications(summary_at) WHERE summary_at IS NOT NULL;
+    CREATE INDEX notifications_due_deliver ON notifications(deliver_at)
+        WHERE deliver_at IS NOT NULL;
+    CREATE INDEX notifications_due_summary ON notifications(summary_at)
+        WHERE summary_at IS NOT NULL;
     """,
 ]
 

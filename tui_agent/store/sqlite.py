@@ -106,7 +106,7 @@ class SqliteStore:
         self._db: Any = None  # aiosqlite.Connection, opened lazily
         self._open_lock: asyncio.Lock | None = None
         self._write_lock: asyncio.Lock | None = None
-        self._changed: dict[str, asyncio.Event] = {}
+        self._listeners: dict[str, set[asyncio.Event]] = {}
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"
@@ -129,7 +129,15 @@ class SqliteStore:
 
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        db = await aiosqlite.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        connection = aiosqlite.connect(
+            self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        # aiosqlite's worker thread is not a daemon: a program that never closes its store
+        # would hang at exit. Every write is awaited to its COMMIT, so nothing is lost.
+        worker = getattr(connection, "_thread", None)
+        if worker is not None:
+            worker.daemon = True
+        db = await connection
         await db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         await db.execute("PRAGMA journal_mode=WAL")
         await db.execute("PRAGMA synchronous=NORMAL")
@@ -184,16 +192,22 @@ class SqliteStore:
 
     # -- change notification ------------------------------------------------------------------
 
-    def changed_event(self, thread_id: str) -> asyncio.Event:
-        """Set whenever this process appends to ``thread_id``'s log (readers clear it)."""
-        event = self._changed.get(thread_id)
-        if event is None:
-            event = self._changed[thread_id] = asyncio.Event()
+    def add_listener(self, thread_id: str) -> asyncio.Event:
+        """An event set whenever this process appends to ``thread_id``'s log (the listener
+        clears it). Other processes' appends are seen by polling :meth:`data_version`."""
+        event = asyncio.Event()
+        self._listeners.setdefault(thread_id, set()).add(event)
         return event
 
+    def remove_listener(self, thread_id: str, event: asyncio.Event) -> None:
+        listeners = self._listeners.get(thread_id)
+        if listeners is not None:
+            listeners.discard(event)
+            if not listeners:
+                del self._listeners[thread_id]
+
     def _notify(self, thread_id: str) -> None:
-        event = self._changed.get(thread_id)
-        if event is not None:
+        for event in self._listeners.get(thread_id, ()):
             event.set()
 
     async def data_version(self) -> int:
@@ -228,9 +242,7 @@ class SqliteStore:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         now = time.time()
-        rows = await db.execute_fetchall(
-            "SELECT resource_id FROM threads WHERE id=?", (thread_id,)
-        )
+        rows = await db.execute_fetchall("SELECT resource_id FROM threads WHERE id=?", (thread_id,))
         if not rows:
             await db.execute(
                 "INSERT INTO threads(id, resource_id, title, metadata, created_at, updated_at)"
@@ -246,7 +258,12 @@ class SqliteStore:
             await self._update_thread_in(db, thread_id, title, metadata, now)
 
     async def _update_thread_in(
-        self, db: Any, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now: float
+        self,
+        db: Any,
+        thread_id: str,
+        title: str | None,
+        metadata: dict[str, Any] | None,
+        now: float,
     ) -> None:
         sets, params = ["updated_at=?"], [now]
         if title is not None:
@@ -315,8 +332,16 @@ class SqliteStore:
                 "INSERT INTO messages(id, thread_id, resource_id, role, content, run_id,"
                 " metadata, created_at) VALUES (?,?,?,?,?,?,?,?)",
                 [
-                    (m.id, thread_id, resource_id, m.role, dumps(m.content), m.run_id,
-                     dumps(m.metadata), now)
+                    (
+                        m.id,
+                        thread_id,
+                        resource_id,
+                        m.role,
+                        dumps(m.content),
+                        m.run_id,
+                        dumps(m.metadata),
+                        now,
+                    )
                     for m in messages
                 ],
             )
@@ -378,7 +403,10 @@ class SqliteStore:
         if row is None or row[3] <= time.time():
             return None
         return ActiveRun(
-            run_id=row[0], owner=row[1], start_seq=row[2], expires_at=to_datetime(row[3]),
+            run_id=row[0],
+            owner=row[1],
+            start_seq=row[2],
+            expires_at=to_datetime(row[3]),
             abort_requested=bool(row[4]),
         )
 
@@ -515,9 +543,7 @@ class SqliteStore:
 
     async def reap_expired_lease(self, thread_id: str) -> bool:
         """End a run whose owner died. True if one was interrupted."""
-        row = await self.fetchone(
-            "SELECT expires_at FROM leases WHERE thread_id=?", (thread_id,)
-        )
+        row = await self.fetchone("SELECT expires_at FROM leases WHERE thread_id=?", (thread_id,))
         if row is None or row[0] > time.time():
             return False
         async with self.transaction() as db:
@@ -687,8 +713,17 @@ class SqliteStore:
         await db.execute(
             "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message, data,"
             " created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-            (signal.id, thread_id, resource_id, signal.type, status, run_id,
-             dumps(signal.message), dumps(signal.data), time.time()),
+            (
+                signal.id,
+                thread_id,
+                resource_id,
+                signal.type,
+                status,
+                run_id,
+                dumps(signal.message),
+                dumps(signal.data),
+                time.time(),
+            ),
         )
 
     async def _persist_in(
@@ -698,8 +733,10 @@ class SqliteStore:
         a tiny run: start, the echo, finish."""
         await self._insert_signal_in(db, thread_id, resource_id, signal, "persisted", None)
         run_id = new_id() if tiny_run else None
-        message = MessageIn(role="user", content=signal.message.get("content"), run_id=run_id,
-                            metadata={"signal_id": signal.id, "signal_type": signal.type})
+        message = signal_message(
+            {"id": signal.id, "type": signal.type, "message": signal.message, "data": signal.data},
+            run_id,
+        )
         events = [EventIn(echo_type(signal.type), signal.data, run_id, source="USER")]
         if tiny_run:
             events.insert(0, EventIn("start", {"persisted": True}, run_id))
@@ -707,39 +744,71 @@ class SqliteStore:
         await self._append_in(db, thread_id, resource_id, [message], events)
 
     async def claim_signals(
-        self, thread_id: str, resource_id: str, run_id: str
+        self,
+        thread_id: str,
+        resource_id: str,
+        run_id: str,
+        *,
+        messages_before: Sequence[MessageIn] = (),
+        events_before: Sequence[EventIn] = (),
     ) -> list[dict[str, Any]]:
         """Take every pending signal of the thread (arrival order) into run ``run_id``: each
-        becomes a stored user message and an echo in the log. Returns the model messages."""
+        becomes a stored user message and an echo in the log, after ``messages_before`` and
+        ``events_before`` (the run's own output so far, so the log keeps the order the model
+        saw). Returns ``[{"id", "type", "message", "data"}]``."""
         async with self.transaction() as db:
+            await self._append_in(
+                db, thread_id, resource_id, list(messages_before), list(events_before)
+            )
             rows = await db.execute_fetchall(
                 "SELECT id, type, message, data FROM signals WHERE thread_id=? AND"
                 " status='pending' ORDER BY seq",
                 (thread_id,),
             )
-            if not rows:
-                return []
-            await db.execute(
-                "UPDATE signals SET status='delivered', run_id=?, delivered_at=? WHERE thread_id=?"
-                " AND status='pending'",
-                (run_id, time.time(), thread_id),
-            )
-            taken = [(sid, type_, loads(message), loads(data)) for sid, type_, message, data in rows]
-            messages = [
-                MessageIn(role="user", content=message.get("content"), run_id=run_id,
-                          metadata={"signal_id": sid, "signal_type": type_})
-                for sid, type_, message, _ in taken
+            taken = [
+                {"id": sid, "type": type_, "message": loads(message), "data": loads(data)}
+                for sid, type_, message, data in rows
             ]
-            events = [EventIn(echo_type(type_), data, run_id, "USER") for _, type_, _, data in taken]
-            await self._append_in(db, thread_id, resource_id, messages, events)
-        self._notify(thread_id)
-        return [message for _, _, message, _ in taken]
+            if taken:
+                await db.execute(
+                    "UPDATE signals SET status='delivered', run_id=?, delivered_at=?"
+                    " WHERE thread_id=? AND status='pending'",
+                    (run_id, time.time(), thread_id),
+                )
+                await self._append_in(
+                    db,
+                    thread_id,
+                    resource_id,
+                    [signal_message(s, run_id) for s in taken],
+                    [EventIn(echo_type(s["type"]), s["data"], run_id, "USER") for s in taken],
+                )
+        if taken or messages_before or events_before:
+            self._notify(thread_id)
+        return taken
+
+    async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None:
+        async with self.transaction() as db:
+            await db.execute("UPDATE runs SET scores=? WHERE id=?", (dumps(scores), run_id))
 
     async def has_pending_signals(self, thread_id: str) -> bool:
         row = await self.fetchone(
             "SELECT 1 FROM signals WHERE thread_id=? AND status='pending' LIMIT 1", (thread_id,)
         )
         return row is not None
+
+
+def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
+    """The stored user message of a delivered or persisted signal."""
+    return MessageIn(
+        role="user",
+        content=signal["message"].get("content"),
+        run_id=run_id,
+        metadata={
+            "signal_id": signal["id"],
+            "signal_type": signal["type"],
+            "signal": signal["data"],
+        },
+    )
 
 
 def echo_type(signal_type: str) -> str:
@@ -756,22 +825,41 @@ async def _run_script(db: Any, script: str) -> None:
 
 def _thread(row: Sequence[Any]) -> ThreadRecord:
     return ThreadRecord(
-        id=row[0], resource_id=row[1], title=row[2], metadata=loads(row[3]) or {},
-        created_at=to_datetime(row[4]), updated_at=to_datetime(row[5]),
+        id=row[0],
+        resource_id=row[1],
+        title=row[2],
+        metadata=loads(row[3]) or {},
+        created_at=to_datetime(row[4]),
+        updated_at=to_datetime(row[5]),
     )
 
 
 def _message(row: Sequence[Any]) -> MessageRecord:
     return MessageRecord(
-        seq=row[0], id=row[1], thread_id=row[2], resource_id=row[3], role=row[4],
-        content=loads(row[5]), run_id=row[6], metadata=loads(row[7]) or {},
+        seq=row[0],
+        id=row[1],
+        thread_id=row[2],
+        resource_id=row[3],
+        role=row[4],
+        content=loads(row[5]),
+        run_id=row[6],
+        metadata=loads(row[7]) or {},
         created_at=to_datetime(row[8]),
     )
 
 
 def _run(row: Sequence[Any]) -> RunRecord:
     return RunRecord(
-        id=row[0], thread_id=row[1], resource_id=row[2], agent_id=row[3], owner=row[4],
-        status=row[5], start_seq=row[6], finish_reason=row[7], error=row[8],
-        scores=loads(row[9]), started_at=to_datetime(row[10]), ended_at=to_datetime(row[11]),
+        id=row[0],
+        thread_id=row[1],
+        resource_id=row[2],
+        agent_id=row[3],
+        owner=row[4],
+        status=row[5],
+        start_seq=row[6],
+        finish_reason=row[7],
+        error=row[8],
+        scores=loads(row[9]),
+        started_at=to_datetime(row[10]),
+        ended_at=to_datetime(row[11]),
     )

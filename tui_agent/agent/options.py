@@ -1,0 +1,125 @@
+"""Per-call options of generate()/stream(), parsed once into a typed object."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui_agent._util import as_dict
+from tui_agent.context import RequestContext
+from tui_agent.errors import ConfigError
+
+KNOWN_OPTIONS = {
+    "memory",
+    "max_steps",
+    "hooks",
+    "tool_choice",
+    "request_context",
+    "run_id",
+    "model_settings",
+    "provider_options",
+    "instructions",
+    "tools_override",
+}
+HOOK_NAMES = {"before_tool_call", "after_tool_call"}
+TOOL_CHOICES = {"auto", "none", "required"}
+DEFAULT_LAST_MESSAGES = 20
+
+
+@dataclass(slots=True)
+class MemoryTarget:
+    resource_id: str
+    thread_id: str
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class RunOptions:
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    memory: MemoryTarget | None = None
+    max_steps: int = 5
+    hooks: dict[str, Any] = field(default_factory=dict)
+    tool_choice: Any = "auto"
+    request_context: RequestContext = field(default_factory=RequestContext)
+    model_settings: dict[str, Any] = field(default_factory=dict)
+    provider_options: dict[str, Any] = field(default_factory=dict)
+    last_messages: int = DEFAULT_LAST_MESSAGES
+
+
+def parse_run_options(
+    options: dict[str, Any], defaults: dict[str, Any], agent_hooks: dict[str, Any]
+) -> RunOptions:
+    merged = {**defaults, **{k: v for k, v in options.items() if v is not None}}
+    unknown = set(merged) - KNOWN_OPTIONS
+    if unknown:
+        raise ConfigError(f"unknown option(s) {sorted(unknown)}; known: {sorted(KNOWN_OPTIONS)}")
+    parsed = RunOptions(
+        memory=parse_memory_option(merged.get("memory")),
+        max_steps=_max_steps(merged.get("max_steps", 5)),
+        hooks={**agent_hooks, **parse_hooks(merged.get("hooks"))},
+        tool_choice=_tool_choice(merged.get("tool_choice", "auto")),
+        request_context=RequestContext.coerce(merged.get("request_context")),
+        model_settings=as_dict(merged.get("model_settings"), "model_settings"),
+        provider_options=as_dict(merged.get("provider_options"), "provider_options"),
+    )
+    if merged.get("run_id"):
+        parsed.run_id = str(merged["run_id"])
+    memory = merged.get("memory")
+    if isinstance(memory, dict) and "last_messages" in (memory.get("options") or {}):
+        parsed.last_messages = int(memory["options"]["last_messages"])
+    return parsed
+
+
+def parse_memory_option(memory: Any) -> MemoryTarget | None:
+    if memory is None:
+        return None
+    memory = as_dict(memory, "memory")
+    resource = memory.get("resource", memory.get("resource_id"))
+    thread = memory.get("thread", memory.get("thread_id"))
+    if thread is None:
+        raise ConfigError("memory needs a thread: memory={'resource': R, 'thread': T}")
+    if not resource or not isinstance(resource, str):
+        raise ConfigError(
+            "memory needs a resource (a non-empty string): memory={'resource': R, 'thread': T}"
+        )
+    if isinstance(thread, str):
+        if not thread:
+            raise ConfigError("memory thread id must be a non-empty string")
+        return MemoryTarget(resource, thread)
+    thread = as_dict(thread, "memory thread")
+    if not thread.get("id") or not isinstance(thread["id"], str):
+        raise ConfigError("memory thread object needs an 'id': {'id', 'title', 'metadata'}")
+    metadata = thread.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ConfigError("memory thread metadata must be a dict")
+    return MemoryTarget(resource, thread["id"], thread.get("title"), metadata)
+
+
+def parse_hooks(hooks: Any) -> dict[str, Any]:
+    hooks = as_dict(hooks, "hooks")
+    unknown = set(hooks) - HOOK_NAMES
+    if unknown:
+        raise ConfigError(f"unknown hook(s) {sorted(unknown)}; known: {sorted(HOOK_NAMES)}")
+    for name, fn in hooks.items():
+        if fn is not None and not callable(fn):
+            raise ConfigError(f"hook {name!r} must be a function")
+    return {name: fn for name, fn in hooks.items() if fn is not None}
+
+
+def _max_steps(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"max_steps must be a positive integer, got {value!r}")
+    return value
+
+
+def _tool_choice(value: Any) -> Any:
+    if isinstance(value, str) and value in TOOL_CHOICES:
+        return value
+    if isinstance(value, dict) and (value.get("tool_name") or value.get("function")):
+        name = value.get("tool_name") or value["function"]["name"]
+        return {"type": "function", "function": {"name": name}}
+    raise ConfigError(
+        f"tool_choice must be 'auto', 'none', 'required' or {{'tool_name': NAME}}, got {value!r}"
+    )

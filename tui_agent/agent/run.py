@@ -1,0 +1,610 @@
+"""One run of an agent: the step loop (model → tool calls → signals) and what it writes.
+
+A step is one model call plus the tool calls it asked for. Between steps, every signal pending on
+the thread is taken into the run (arrival order), and the loop goes on even if the model had
+finished. With memory, each message is stored as it happens and each chunk lands in the thread's
+event log (text deltas in small batches), so other processes can watch the run live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tui_agent._util import maybe_await
+from tui_agent.agent.output import AgentOutput
+from tui_agent.agent.processors import RetryStep
+from tui_agent.agent.result import (
+    GenerateResult,
+    StepResult,
+    ToolCall,
+    ToolResult,
+    UsageInfo,
+)
+from tui_agent.errors import ProcessorError
+from tui_agent.models.base import ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
+from tui_agent.store.sqlite import EventIn, MessageIn
+from tui_agent.tools import Tool, ToolContext, ToolInputError
+
+if TYPE_CHECKING:
+    from tui_agent.agent.agent import Agent
+    from tui_agent.agent.options import RunOptions
+    from tui_agent.memory import Memory
+
+LOG_FLUSH_S = 0.05  # text deltas reach the log (and other processes) at most this late
+ABORT_POLL_S = 0.1  # how often a run looks for an abort requested from another process
+
+
+class _Aborted(Exception):
+    pass
+
+
+@dataclass(slots=True)
+class _StepOutcome:
+    text: str
+    calls: list[ToolCall]
+    finish_reason: str
+    usage: Usage
+
+
+@dataclass
+class RunPlan:
+    """Everything a run needs, resolved before it starts (so bad input raises early)."""
+
+    model: Any
+    system: list[dict[str, Any]]
+    tools: dict[str, Tool]
+    tool_specs: list[dict[str, Any]]
+    options: RunOptions
+    input_messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Run:
+    def __init__(self, agent: Agent, plan: RunPlan, output: AgentOutput) -> None:
+        self.agent = agent
+        self.plan = plan
+        self.options = plan.options
+        self.output = output
+        self.run_id = output.run_id
+        self.abort_event = asyncio.Event()
+        self.memory: Memory | None = agent.memory if self.options.memory else None
+        target = self.options.memory
+        self.thread_id = target.thread_id if target else None
+        self.resource_id = target.resource_id if target else None
+        self.messages: list[dict[str, Any]] = []
+        self.steps: list[StepResult] = []
+        self.usage = Usage()
+        self._log: list[EventIn] = []
+        self._partial = ""
+        self._flusher: asyncio.Task[None] | None = None
+        self._tool_context = ToolContext(
+            agent=agent,
+            run_id=self.run_id,
+            resource_id=self.resource_id,
+            thread_id=self.thread_id,
+            request_context=self.options.request_context,
+        )
+
+    # -- chunks -------------------------------------------------------------------------------
+
+    def emit(self, type_: str, payload: dict[str, Any], source: str = "AGENT") -> None:
+        self.output.push({"type": type_, "run_id": self.run_id, "from": source, "payload": payload})
+        if self.memory is not None:
+            self._log.append(EventIn(type_, payload, self.run_id, source))
+            if self._flusher is None or self._flusher.done():
+                self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(LOG_FLUSH_S)
+        await self._flush()
+
+    def _take_log(self) -> list[EventIn]:
+        events, self._log = _merge_text_deltas(self._log), []
+        return events
+
+    async def _flush(self, messages: list[MessageIn] | None = None) -> None:
+        events = self._take_log()
+        if (events or messages) and self.memory is not None:
+            assert self.thread_id and self.resource_id
+            await self.memory.store.append(
+                self.thread_id, self.resource_id, messages=messages or (), events=events
+            )
+
+    # -- the run ------------------------------------------------------------------------------
+
+    async def execute(self) -> GenerateResult:
+        """Run to the end. Errors are emitted as an ``error`` chunk, then raised."""
+        watcher = None
+        try:
+            self.emit_start()
+            await self._prepare()
+            if self.memory is not None:
+                watcher = asyncio.get_running_loop().create_task(self._watch_lease())
+            finish_reason = await self._loop()
+            return await self._finish(finish_reason)
+        except _Aborted:
+            return await self._finish_aborted()
+        except BaseException as error:
+            await self._finish_failed(error)
+            raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+            self.output.close()
+            self.agent._forget_run(self)
+
+    def emit_start(self) -> None:
+        payload = {"run_id": self.run_id, "agent_id": self.agent.id}
+        if self.thread_id:
+            payload |= {"thread_id": self.thread_id, "resource_id": self.resource_id}
+        self.output.push(
+            {"type": "start", "run_id": self.run_id, "from": "AGENT", "payload": payload}
+        )
+
+    async def _prepare(self) -> None:
+        self.messages = list(self.plan.system)
+        if self.memory is None:
+            self.messages.extend(self.plan.input_messages)
+            return
+        assert self.thread_id and self.resource_id
+        history = await self.memory.model_history(self.thread_id, self.options.last_messages)
+        self.messages.extend(history)
+        inputs = self.plan.input_messages
+        if inputs:
+            stored = [MessageIn("user", m["content"], self.run_id) for m in inputs]
+            for message, m in zip(stored, inputs, strict=True):
+                self.emit(
+                    "data-user-message",
+                    {"id": message.id, "type": "user", "contents": m["content"]},
+                    "USER",
+                )
+            await self._flush(stored)
+            self.messages.extend(inputs)
+        await self._take_signals()
+
+    async def _take_signals(self, messages: list[MessageIn] | None = None) -> list[str]:
+        """Store what the step produced and take the pending signals, in one transaction."""
+        if self.memory is None:
+            return []
+        assert self.thread_id and self.resource_id
+        taken = await self.memory.store.claim_signals(
+            self.thread_id,
+            self.resource_id,
+            self.run_id,
+            messages_before=messages or (),
+            events_before=self._take_log(),
+        )
+        for signal in taken:
+            self.messages.append(signal["message"])
+            source = "USER" if signal["type"] == "user" else "SYSTEM"
+            self.output.push(
+                {
+                    "type": "data-user-message" if signal["type"] == "user" else "data-signal",
+                    "run_id": self.run_id,
+                    "from": source,
+                    "payload": signal["data"],
+                }
+            )
+        return [signal["id"] for signal in taken]
+
+    async def _loop(self) -> str:
+        steps_left = self.options.max_steps
+        while True:
+            outcome = await self._guarded(self._step(len(self.steps)))
+            steps_left -= 1
+            tool_results: list[ToolResult] = []
+            stored = [self._assistant_message(outcome)]
+            if outcome.calls:
+                tool_results = await self._guarded(self._run_tools(outcome.calls))
+                stored += [self._tool_message(r) for r in tool_results]
+            step = self._record_step(outcome, tool_results)
+            self.emit(
+                "step-finish",
+                {
+                    "step": step.step,
+                    "finish_reason": outcome.finish_reason,
+                    "usage": step.usage.model_dump(),
+                },
+            )
+            step.signals = await self._take_signals(stored)
+            if step.signals:
+                steps_left = max(steps_left, 1)  # a delivered signal always gets an answer
+                continue
+            if outcome.calls and steps_left > 0:
+                continue
+            if outcome.calls:
+                return "tool-calls"
+            if self.memory is None or await self._try_release(outcome.finish_reason):
+                return outcome.finish_reason
+            self.steps[-1].signals = await self._take_signals()
+            steps_left = max(steps_left, 1)
+
+    async def _guarded(self, work: Any) -> Any:
+        """Await ``work`` unless the run is aborted first (then cancel it)."""
+        task = asyncio.ensure_future(work)
+        if self.abort_event.is_set():
+            task.cancel()
+            raise _Aborted
+        aborted = asyncio.ensure_future(self.abort_event.wait())
+        try:
+            await asyncio.wait((task, aborted), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            aborted.cancel()
+        if not task.done():
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # the aborted work's own error no longer matters
+                pass
+            raise _Aborted
+        return task.result()
+
+    # -- one model step -----------------------------------------------------------------------
+
+    async def _step(self, index: int) -> _StepOutcome:
+        retries = 0
+        while True:
+            self.emit("step-start", {"step": index})
+            messages = await self.agent._process_input(self.messages, self)
+            outcome = await self._call_model(messages)
+            try:
+                outcome.text = await self.agent._process_output(outcome.text, self)
+                return outcome
+            except RetryStep as retry:
+                retries += 1
+                if retries > self.agent.max_processor_retries:
+                    raise ProcessorError(
+                        f"output processor asked for a retry {retries} times "
+                        f"(max_processor_retries={self.agent.max_processor_retries}): "
+                        f"{retry.reason}"
+                    ) from None
+                self.messages.append(
+                    {
+                        "role": "user",
+                        "content": f"<system-reminder>Your previous answer was rejected: "
+                        f"{retry.reason}. Answer again.</system-reminder>",
+                    }
+                )
+
+    async def _call_model(self, messages: list[dict[str, Any]]) -> _StepOutcome:
+        request = ModelRequest(
+            messages=list(messages),  # a snapshot: the loop keeps appending to its own list
+            tools=self.plan.tool_specs if self.options.tool_choice != "none" else [],
+            tool_choice=self.options.tool_choice if self.plan.tool_specs else None,
+            settings=self.options.model_settings,
+            provider_options=self.options.provider_options,
+            abort=self.abort_event,
+        )
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        end = StepEnd("stop")
+        self._partial = ""
+        async for event in self.plan.model.stream(request):
+            if type(event) is TextDelta:
+                if event.text:
+                    text.append(event.text)
+                    self._partial += event.text
+                    chunk = await self.agent._process_output_chunk(event.text, self)
+                    if chunk:
+                        self.emit("text-delta", {"text": chunk})
+            elif type(event) is ToolCallDelta:
+                _add_tool_delta(calls, event)
+            elif type(event) is StepEnd:
+                end = event
+        tool_calls = [self._tool_call(index, c) for index, c in sorted(calls.items())]
+        for call in tool_calls:
+            self.emit("tool-call", call.model_dump())
+        finish = "tool-calls" if tool_calls else end.finish_reason
+        return _StepOutcome("".join(text), tool_calls, finish, end.usage or Usage())
+
+    def _tool_call(self, index: int, raw: dict[str, Any]) -> ToolCall:
+        arguments = raw["arguments"]
+        try:
+            args = json.loads(arguments) if arguments else {}
+        except json.JSONDecodeError:
+            args = arguments  # kept raw; validation reports it to the model
+        call_id = raw.get("id") or f"call_{self.run_id[:8]}_{len(self.steps)}_{index}"
+        return ToolCall(tool_call_id=call_id, tool_name=raw.get("name") or "", args=args)
+
+    # -- tools --------------------------------------------------------------------------------
+
+    async def _run_tools(self, calls: list[ToolCall]) -> list[ToolResult]:
+        if len(calls) == 1:
+            return [await self._run_tool(calls[0])]
+        return list(await asyncio.gather(*(self._run_tool(call) for call in calls)))
+
+    async def _run_tool(self, call: ToolCall) -> ToolResult:
+        result = await self._execute_tool(call)
+        self.emit("tool-result", result.model_dump())
+        return result
+
+    async def _execute_tool(self, call: ToolCall) -> ToolResult:
+        tool = self.plan.tools.get(call.tool_name)
+        if tool is None:
+            known = ", ".join(sorted(self.plan.tools)) or "none"
+            return _error_result(call, f"unknown tool {call.tool_name!r} (tools: {known})")
+        try:
+            tool_input = tool.parse_input(call.args)
+        except ToolInputError as error:
+            return _error_result(call, str(error))
+        context = ToolContext(**{**self._tool_context_fields(), "tool_call_id": call.tool_call_id})
+        hook_input = {
+            "tool_name": call.tool_name,
+            "input": tool_input,
+            "context": context,
+            "metadata": {"agent_id": self.agent.id, "agent_name": self.agent.name},
+            "tool_call_id": call.tool_call_id,
+        }
+        hooks = self.options.hooks
+        before = hooks.get("before_tool_call")
+        output: Any = None
+        error: BaseException | None = None
+        decision = await maybe_await(before(hook_input)) if before else None
+        if isinstance(decision, dict) and decision.get("proceed") is False:
+            output = decision.get("output")
+        else:
+            try:
+                output = await tool.run(tool_input, context)
+            except Exception as raised:  # a tool's failure is the model's business, not a crash
+                error = raised
+        after = hooks.get("after_tool_call")
+        if after:
+            await maybe_await(after({**hook_input, "output": output, "error": error}))
+        if error is not None:
+            return _error_result(call, f"{type(error).__name__}: {error}")
+        return ToolResult(
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            args=call.args,
+            result=_jsonable(output),
+        )
+
+    def _tool_context_fields(self) -> dict[str, Any]:
+        c = self._tool_context
+        return {
+            "agent": c.agent,
+            "run_id": c.run_id,
+            "resource_id": c.resource_id,
+            "thread_id": c.thread_id,
+            "request_context": c.request_context,
+        }
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def _assistant_message(self, outcome: _StepOutcome) -> MessageIn:
+        message: dict[str, Any] = {"role": "assistant", "content": outcome.text or None}
+        metadata: dict[str, Any] = {}
+        if outcome.calls:
+            message["tool_calls"] = metadata["tool_calls"] = [
+                {
+                    "id": c.tool_call_id,
+                    "type": "function",
+                    "function": {"name": c.tool_name, "arguments": _arguments_text(c.args)},
+                }
+                for c in outcome.calls
+            ]
+        self.messages.append(message)
+        self._partial = ""
+        return MessageIn("assistant", outcome.text, self.run_id, metadata=metadata)
+
+    def _tool_message(self, result: ToolResult) -> MessageIn:
+        content = _tool_result_text(result)
+        self.messages.append(
+            {"role": "tool", "tool_call_id": result.tool_call_id, "content": content}
+        )
+        return MessageIn(
+            "tool",
+            content,
+            self.run_id,
+            metadata={
+                "tool_call_id": result.tool_call_id,
+                "tool_name": result.tool_name,
+                "is_error": result.is_error,
+                "result": result.result,
+            },
+        )
+
+    def _record_step(self, outcome: _StepOutcome, results: list[ToolResult]) -> StepResult:
+        self.usage.add(outcome.usage)
+        step = StepResult(
+            step=len(self.steps),
+            text=outcome.text,
+            tool_calls=outcome.calls,
+            tool_results=results,
+            finish_reason=outcome.finish_reason,
+            usage=_usage_info(outcome.usage),
+        )
+        self.steps.append(step)
+        return step
+
+    def result(self, finish_reason: str) -> GenerateResult:
+        last = self.steps[-1] if self.steps else None
+        return GenerateResult(
+            run_id=self.run_id,
+            text=last.text if last else "",
+            tool_calls=[c for s in self.steps for c in s.tool_calls],
+            tool_results=[r for s in self.steps for r in s.tool_results],
+            usage=_usage_info(self.usage),
+            finish_reason=finish_reason,
+            steps=self.steps,
+            thread_id=self.thread_id,
+            resource_id=self.resource_id,
+        )
+
+    # -- the end of a run ---------------------------------------------------------------------
+
+    async def _try_release(self, finish_reason: str) -> bool:
+        """Finish and release the thread unless signals arrived (then: go on)."""
+        payload = self._finish_payload(finish_reason)
+        outcome = await self._end_in_store("finished", finish_reason, payload, force=False)
+        if outcome is None or not outcome.finished:
+            return False
+        self._finished_in_store = True
+        self.output.push(
+            {"type": "finish", "run_id": self.run_id, "from": "AGENT", "payload": payload}
+        )
+        if outcome.next_run_id:
+            self.agent._start_queued_run(self.thread_id, self.resource_id, outcome.next_run_id)
+        return True
+
+    def _finish_payload(self, finish_reason: str) -> dict[str, Any]:
+        last = self.steps[-1] if self.steps else None
+        return {
+            "finish_reason": finish_reason,
+            "usage": _usage_info(self.usage).model_dump(),
+            "text": last.text if last else "",
+        }
+
+    async def _end_in_store(
+        self,
+        status: str,
+        finish_reason: str,
+        payload: dict[str, Any],
+        *,
+        force: bool,
+        error: str | None = None,
+        messages: list[MessageIn] | None = None,
+    ) -> Any:
+        if self.memory is None:
+            return None
+        assert self.thread_id and self.resource_id
+        final_type = {"finished": "finish", "aborted": "abort", "failed": "error"}[status]
+        events = [*self._take_log(), EventIn(final_type, payload, self.run_id)]
+        return await self.memory.store.finish_run(
+            self.thread_id,
+            self.resource_id,
+            self.run_id,
+            owner=self.agent._owner,
+            status=status,
+            finish_reason=finish_reason,
+            error=error,
+            messages=messages or (),
+            events=events,
+            force=force,
+        )
+
+    async def _finish(self, finish_reason: str) -> GenerateResult:
+        result = self.result(finish_reason)
+        if not getattr(self, "_finished_in_store", False):
+            payload = self._finish_payload(finish_reason)
+            outcome = await self._end_in_store("finished", finish_reason, payload, force=True)
+            self.output.push(
+                {"type": "finish", "run_id": self.run_id, "from": "AGENT", "payload": payload}
+            )
+            if outcome is not None and outcome.next_run_id:
+                self.agent._start_queued_run(self.thread_id, self.resource_id, outcome.next_run_id)
+        result.scores = await self.agent._score(self, result)
+        return result
+
+    async def _finish_aborted(self) -> GenerateResult:
+        partial = self._partial
+        messages = []
+        if partial:
+            messages.append(
+                MessageIn("assistant", partial, self.run_id, metadata={"aborted": True})
+            )
+            self.steps.append(StepResult(step=len(self.steps), text=partial, finish_reason="abort"))
+        payload = {"finish_reason": "abort", "text": partial}
+        await asyncio.shield(
+            self._end_in_store("aborted", "abort", payload, force=True, messages=messages)
+        )
+        self.output.push(
+            {"type": "abort", "run_id": self.run_id, "from": "AGENT", "payload": payload}
+        )
+        return self.result("abort")
+
+    async def _finish_failed(self, error: BaseException) -> None:
+        message = f"{type(error).__name__}: {error}"
+        payload = {"error": message, "finish_reason": "error"}
+        self.output.push(
+            {"type": "error", "run_id": self.run_id, "from": "AGENT", "payload": payload}
+        )
+        # If the store is gone too, the run's own error is what matters.
+        with contextlib.suppress(Exception):
+            await asyncio.shield(
+                self._end_in_store("failed", "error", payload, force=True, error=message)
+            )
+
+    async def _watch_lease(self) -> None:
+        """Renew the thread lease every TTL/3 and notice aborts asked from other processes."""
+        assert self.memory is not None and self.thread_id
+        store, ttl = self.memory.store, self.memory.lease_ttl_s
+        renew_every = ttl / 3
+        last_renewal = time.monotonic()
+        while not self.abort_event.is_set():
+            await asyncio.sleep(ABORT_POLL_S)
+            if time.monotonic() - last_renewal >= renew_every:
+                ours, abort = await store.renew_lease(
+                    self.thread_id, self.run_id, self.agent._owner, ttl
+                )
+                last_renewal = time.monotonic()
+                if not ours:
+                    return  # finished meanwhile, or declared dead: nothing left to guard
+            else:
+                abort = await store.abort_requested(self.thread_id, self.run_id)
+            if abort:
+                self.abort_event.set()
+
+
+def _add_tool_delta(calls: dict[int, dict[str, Any]], delta: ToolCallDelta) -> None:
+    call = calls.get(delta.index)
+    if call is None:
+        call = calls[delta.index] = {"id": None, "name": None, "arguments": ""}
+    if delta.id:
+        call["id"] = delta.id
+    if delta.name:
+        call["name"] = delta.name
+    if delta.arguments:
+        call["arguments"] += delta.arguments
+
+
+def _merge_text_deltas(events: list[EventIn]) -> list[EventIn]:
+    """Consecutive text deltas of a batch become one event (fewer rows, same text)."""
+    merged: list[EventIn] = []
+    for event in events:
+        last = merged[-1] if merged else None
+        if last is not None and last.type == event.type == "text-delta":
+            last.payload = {"text": last.payload["text"] + event.payload["text"]}
+        else:
+            merged.append(EventIn(event.type, event.payload, event.run_id, event.source))
+    return merged
+
+
+def _error_result(call: ToolCall, message: str) -> ToolResult:
+    return ToolResult(
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        args=call.args,
+        result={"error": message},
+        is_error=True,
+    )
+
+
+def _tool_result_text(result: ToolResult) -> str:
+    if result.is_error:
+        return f"Error: {result.result['error']}"
+    value = result.result
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _arguments_text(args: Any) -> str:
+    return args if isinstance(args, str) else json.dumps(args)
+
+
+def _jsonable(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if dump is not None else value
+
+
+def _usage_info(usage: Usage) -> UsageInfo:
+    return UsageInfo(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        total_tokens=usage.total_tokens,
+    )

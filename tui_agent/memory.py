@@ -1,0 +1,149 @@
+"""Memory: threads and their messages on a store, plus the thread's run lease settings.
+
+Everything here is a view of stored rows: the history a model gets, the messages a pane shows,
+the state lanes and the notification inbox (mixins) are all read back from the store.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tui_agent.errors import ConfigError, StoreError
+from tui_agent.notifications.inbox import InboxMixin
+from tui_agent.state.lanes import StateLanesMixin
+from tui_agent.store.records import MessageRecord, ThreadRecord
+from tui_agent.store.sqlite import MessageIn, SqliteStore
+
+DEFAULT_LEASE_TTL_S = 15.0
+VALID_ROLES = {"user", "assistant", "tool", "system"}
+
+
+class Memory(StateLanesMixin, InboxMixin):
+    def __init__(
+        self,
+        store: SqliteStore | None = None,
+        *,
+        lease_ttl_s: float | None = None,
+        last_messages: int = 20,
+    ) -> None:
+        self.store = store if store is not None else SqliteStore()
+        ttl = lease_ttl_s if lease_ttl_s is not None else _env_ttl()
+        if ttl <= 0:
+            raise ConfigError(f"lease_ttl_s must be positive, got {ttl}")
+        self.lease_ttl_s = ttl
+        if last_messages < 0:
+            raise ConfigError(f"last_messages must be >= 0, got {last_messages}")
+        self.last_messages = last_messages
+
+    def __repr__(self) -> str:
+        return f"Memory(store={self.store!r}, lease_ttl_s={self.lease_ttl_s})"
+
+    # -- threads ------------------------------------------------------------------------------
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        return await self.store.get_thread(thread_id)
+
+    async def list_threads(self, resource_id: str | None = None) -> list[ThreadRecord]:
+        return await self.store.list_threads(resource_id)
+
+    async def create_thread(
+        self,
+        thread_id: str,
+        *,
+        resource_id: str,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> ThreadRecord:
+        return await self.store.ensure_thread(
+            thread_id, resource_id, title=title, metadata=metadata
+        )
+
+    async def update_thread(
+        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> ThreadRecord:
+        return await self.store.update_thread(thread_id, title=title, metadata=metadata)
+
+    # -- messages -----------------------------------------------------------------------------
+
+    async def save_messages(
+        self, messages: list[dict[str, Any]], *, thread_id: str, resource_id: str
+    ) -> list[MessageRecord]:
+        """Store messages ``{"role", "content", ...}`` on a thread (created if missing)."""
+        rows = [_message_in(m, index) for index, m in enumerate(messages)]
+        await self.store.ensure_thread(thread_id, resource_id)
+        await self.store.append(thread_id, resource_id, messages=rows)
+        saved = await self.store.list_messages(thread_id, limit=len(rows)) if rows else []
+        return saved
+
+    async def recall(self, thread_id: str, last_messages: int = 10) -> list[MessageRecord]:
+        return await self.store.list_messages(thread_id, limit=last_messages)
+
+    async def list_messages(
+        self, thread_id: str, limit: int = 50, before: str | None = None
+    ) -> list[MessageRecord]:
+        return await self.store.list_messages(thread_id, limit=limit, before=before)
+
+    async def model_history(
+        self, thread_id: str, last_messages: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The thread's recent messages as the model gets them."""
+        limit = self.last_messages if last_messages is None else last_messages
+        if limit == 0:
+            return []
+        records = await self.store.list_messages(thread_id, limit=limit)
+        return to_model_messages(records)
+
+
+def to_model_messages(records: list[MessageRecord]) -> list[dict[str, Any]]:
+    """Stored messages → OpenAI-style messages. A window that starts inside a tool exchange
+    drops the orphan tool results (a provider rejects a tool result without its call)."""
+    messages: list[dict[str, Any]] = []
+    for record in records:
+        if record.role == "tool":
+            if not messages:
+                continue
+            messages.append(
+                {
+                    "role": "tool",
+                    "content": record.content,
+                    "tool_call_id": record.metadata.get("tool_call_id"),
+                }
+            )
+        elif record.role == "assistant":
+            message: dict[str, Any] = {"role": "assistant", "content": record.content or None}
+            if record.metadata.get("tool_calls"):
+                message["tool_calls"] = record.metadata["tool_calls"]
+            if message["content"] is None and "tool_calls" not in message:
+                continue  # an aborted step that produced nothing
+            messages.append(message)
+        else:
+            messages.append({"role": record.role, "content": record.content})
+    return messages
+
+
+def _message_in(message: dict[str, Any], index: int) -> MessageIn:
+    role = message.get("role")
+    if role not in VALID_ROLES:
+        raise StoreError(
+            f"messages[{index}]: role must be one of {sorted(VALID_ROLES)}, got {role!r}"
+        )
+    if "content" not in message:
+        raise StoreError(f"messages[{index}]: no content")
+    metadata = dict(message.get("metadata") or {})
+    for key in ("tool_calls", "tool_call_id"):
+        if key in message:
+            metadata[key] = message[key]
+    return MessageIn(role=role, content=message["content"], metadata=metadata)
+
+
+def _env_ttl() -> float:
+    raw = os.environ.get("TUI_AGENT_LEASE_TTL_S")
+    if not raw:
+        return DEFAULT_LEASE_TTL_S
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"TUI_AGENT_LEASE_TTL_S must be a number of seconds, got {raw!r}"
+        ) from None

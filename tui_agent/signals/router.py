@@ -1,0 +1,182 @@
+"""Routing signals: send_message, queue_message and send_signal.
+
+The call validates everything at once (a bad signal raises and nothing is stored), returns a
+receipt, and routes in the background: the decision — deliver into the live run, wake a new
+run, persist, discard — is one store transaction, so it holds across processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tui_agent.agent.options import parse_run_options
+from tui_agent.errors import ConfigError, SignalError
+from tui_agent.signals.model import (
+    IfActive,
+    IfIdle,
+    Signal,
+    Target,
+    normalize_message,
+    normalize_signal,
+    parse_if_active,
+    parse_if_idle,
+    parse_target,
+)
+from tui_agent.signals.render import merge_attributes, to_model_message
+from tui_agent.store.sqlite import EventIn, SignalIn
+
+if TYPE_CHECKING:
+    from tui_agent.agent.agent import Agent
+    from tui_agent.agent.output import AgentOutput
+
+
+@dataclass
+class SignalReceipt:
+    """What ``send_*`` returns at once. ``await receipt.accepted`` gives the routing decision:
+    ``{"action": "wake", "run_id", "output"}``, ``{"action": "deliver", "run_id"}``,
+    ``{"action": "persist"}`` or ``{"action": "discard"}``."""
+
+    signal: Signal
+    accepted: asyncio.Future[dict[str, Any]]
+    persisted: asyncio.Future[None] | None = None
+    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+def send(
+    agent: Agent,
+    message: Any,
+    *,
+    kind: str,
+    run_id: str | None = None,
+    resource_id: str | None = None,
+    thread_id: str | None = None,
+    if_active: Any = None,
+    if_idle: Any = None,
+) -> SignalReceipt:
+    signal = normalize_signal(message) if kind == "signal" else normalize_message(message)
+    target = parse_target(run_id, resource_id, thread_id)
+    active, idle = parse_if_active(if_active), parse_if_idle(if_idle)
+    parse_run_options(idle.stream_options, agent.default_options, agent.hooks)  # fail now
+    if agent.memory is None:
+        raise ConfigError("signals need memory: Agent(memory=Memory(...))")
+    loop = asyncio.get_running_loop()
+    receipt = SignalReceipt(signal, loop.create_future())
+    if active.behavior == "persist" or idle.behavior == "persist":
+        receipt.persisted = loop.create_future()
+    receipt._task = agent._spawn(
+        _route(agent, signal, target, active, idle, kind == "queue", receipt),
+        name=f"route signal {signal.id}",
+    )
+    return receipt
+
+
+async def _route(
+    agent: Agent,
+    signal: Signal,
+    target: Target,
+    active: IfActive,
+    idle: IfIdle,
+    queue: bool,
+    receipt: SignalReceipt,
+) -> None:
+    try:
+        decision = await _decide(agent, signal, target, active, idle, queue)
+    except BaseException as error:
+        _fail(receipt.accepted, error)
+        if receipt.persisted is not None:
+            _fail(receipt.persisted, error)
+        return
+    if receipt.persisted is not None and not receipt.persisted.done():
+        # The decision is stored by now whatever the branch (a delivered or woken signal is
+        # stored too), so waiting on ``persisted`` never hangs.
+        receipt.persisted.set_result(None)
+    receipt.accepted.set_result(decision)
+
+
+async def _decide(
+    agent: Agent, signal: Signal, target: Target, active: IfActive, idle: IfIdle, queue: bool
+) -> dict[str, Any]:
+    assert agent.memory is not None
+    store = agent.memory.store
+    resource_id, thread_id = await _thread_of(agent, target)
+    result = await store.route_signal(
+        thread_id,
+        resource_id,
+        _signal_in(signal, active.attributes),
+        if_active=active.behavior,
+        if_idle=idle.behavior,
+        queue=queue,
+        owner=agent._owner,
+        ttl_s=agent.memory.lease_ttl_s,
+        agent_id=agent.id,
+        echo_when_idle=_signal_in(signal, idle.attributes),
+    )
+    agent._ensure_dispatcher()
+    if result.action == "wake":
+        assert result.run_id is not None
+        output = await start_woken_run(
+            agent, thread_id, resource_id, result.run_id, idle.stream_options
+        )
+        return {"action": "wake", "run_id": result.run_id, "output": output}
+    if result.action == "deliver":
+        return {"action": "deliver", "run_id": result.run_id}
+    return {"action": result.action}
+
+
+async def _thread_of(agent: Agent, target: Target) -> tuple[str, str]:
+    if target.thread_id is not None:
+        assert target.resource_id is not None
+        return target.resource_id, target.thread_id
+    assert agent.memory is not None and target.run_id is not None
+    run = await agent.memory.store.get_run(target.run_id)
+    if run is None:
+        raise SignalError(
+            f"unknown run_id {target.run_id!r} and no thread given: pass resource_id= and "
+            f"thread_id= too"
+        )
+    return run.resource_id, run.thread_id
+
+
+def _signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
+    """The signal as stored for one branch: the model message and the echo payload, both with
+    the branch's attributes merged over the signal's own."""
+    data = signal.model_dump(mode="json")
+    data["attributes"] = merge_attributes(signal.attributes, branch_attributes)
+    return SignalIn(signal.id, signal.type, to_model_message(signal, branch_attributes), data)
+
+
+async def start_woken_run(
+    agent: Agent, thread_id: str, resource_id: str, run_id: str, stream_options: dict[str, Any]
+) -> AgentOutput:
+    """Start run ``run_id``, whose lease this process already holds (it won a wake, or a
+    queued message's turn came). Its input is the thread's pending signals. If it cannot even
+    start (a misconfigured agent), the lease is released and the run marked failed."""
+    memory = {"resource": resource_id, "thread": thread_id}
+    options = {**stream_options, "memory": memory, "run_id": run_id}
+    try:
+        run_options = parse_run_options(options, agent.default_options, agent.hooks)
+        plan = await agent._plan(run_options, [])
+    except BaseException as error:
+        assert agent.memory is not None
+        message = f"{type(error).__name__}: {error}"
+        await agent.memory.store.finish_run(
+            thread_id,
+            resource_id,
+            run_id,
+            owner=agent._owner,
+            status="failed",
+            finish_reason="error",
+            error=message,
+            force=True,
+            events=[EventIn("error", {"error": message, "finish_reason": "error"}, run_id)],
+        )
+        raise
+    return agent._launch(plan)
+
+
+def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+        future.add_done_callback(lambda f: f.exception())  # awaiting it is optional

@@ -1,0 +1,188 @@
+"""Tools: a name, a description, an input schema (pydantic model or JSON schema) and a function.
+
+Input from the model is validated before ``execute`` runs; a validation error goes back to the
+model as that call's error, never as a crash of the run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tui_agent._util import maybe_await
+from tui_agent.errors import ToolDefinitionError
+
+_TOOL_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+class ToolInputError(Exception):
+    """The model's arguments do not match the tool's input schema (sent back to the model)."""
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a tool's ``execute(input, context)`` gets besides its input."""
+
+    agent: Any
+    run_id: str
+    resource_id: str | None
+    thread_id: str | None
+    request_context: Any
+    tool_call_id: str = ""
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+
+@dataclass(eq=False)
+class Tool:
+    id: str
+    description: str
+    execute: Callable[..., Any]
+    input_schema: type[BaseModel] | dict[str, Any] | None = None
+    output_schema: type[BaseModel] | dict[str, Any] | None = None
+    _json_schema: dict[str, Any] = field(init=False, repr=False)
+    _validator: Any = field(init=False, repr=False, default=None)
+    _wants_context: bool = field(init=False, repr=False, default=True)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id or not set(self.id) <= _TOOL_NAME_CHARS:
+            raise ToolDefinitionError(
+                f"tool id {self.id!r} must be a non-empty string of letters, digits, '_' or '-'"
+            )
+        if not callable(self.execute):
+            raise ToolDefinitionError(f"tool {self.id!r}: execute must be a function")
+        self._json_schema = _input_json_schema(self.id, self.input_schema)
+        self._wants_context = _takes_two_arguments(self.execute)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the input, as sent to the model."""
+        return self._json_schema
+
+    def spec(self, name: str | None = None, description: str | None = None) -> dict[str, Any]:
+        """The OpenAI-style function spec the model sees."""
+        return {
+            "type": "function",
+            "function": {
+                "name": name or self.id,
+                "description": description if description is not None else self.description,
+                "parameters": self._json_schema,
+            },
+        }
+
+    def parse_input(self, arguments: str | dict[str, Any] | None) -> Any:
+        """Model arguments → the validated input (pydantic instance or dict)."""
+        args = _decode_arguments(arguments)
+        if isinstance(self.input_schema, type) and issubclass(self.input_schema, BaseModel):
+            try:
+                return self.input_schema.model_validate(args)
+            except ValidationError as error:
+                raise ToolInputError(_describe_validation_error(error)) from None
+        if self.input_schema is not None:
+            self._validate_json(args)
+        return args
+
+    def _validate_json(self, args: dict[str, Any]) -> None:
+        if self._validator is None:
+            import jsonschema
+
+            cls = jsonschema.validators.validator_for(self._json_schema)
+            self._validator = cls(self._json_schema)
+        errors = sorted(self._validator.iter_errors(args), key=lambda e: list(e.path))
+        if errors:
+            details = "; ".join(
+                f"{'/'.join(map(str, e.path)) or '(input)'}: {e.message}" for e in errors
+            )
+            raise ToolInputError(f"invalid input: {details}")
+
+    async def run(self, tool_input: Any, context: ToolContext) -> Any:
+        if self._wants_context:
+            return await maybe_await(self.execute(tool_input, context))
+        return await maybe_await(self.execute(tool_input))
+
+
+def create_tool(
+    *,
+    id: str,
+    description: str = "",
+    input_schema: type[BaseModel] | dict[str, Any] | None = None,
+    output_schema: type[BaseModel] | dict[str, Any] | None = None,
+    execute: Callable[..., Any],
+) -> Tool:
+    """A tool for ``Agent(tools={...})``. ``execute(input, context)`` may be sync or async; a
+    one-parameter function gets only ``input``."""
+    return Tool(
+        id=id,
+        description=description,
+        execute=execute,
+        input_schema=input_schema,
+        output_schema=output_schema,
+    )
+
+
+def _input_json_schema(tool_id: str, schema: Any) -> dict[str, Any]:
+    if schema is None:
+        return {"type": "object", "properties": {}}
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema()
+    if isinstance(schema, dict):
+        _check_json_schema(tool_id, schema)
+        return schema
+    raise ToolDefinitionError(
+        f"tool {tool_id!r}: input_schema must be a pydantic model class or a JSON schema dict, "
+        f"not {type(schema).__name__}"
+    )
+
+
+def _check_json_schema(tool_id: str, schema: dict[str, Any]) -> None:
+    import jsonschema
+
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as error:
+        raise ToolDefinitionError(
+            f"tool {tool_id!r}: input_schema is not a valid JSON schema: {error.message}"
+        ) from None
+    if schema.get("type", "object") != "object":
+        raise ToolDefinitionError(
+            f"tool {tool_id!r}: input_schema must describe an object (type 'object'), "
+            f"got type {schema.get('type')!r}"
+        )
+
+
+def _decode_arguments(arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+    if arguments is None or arguments == "":
+        return {}
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError as error:
+        raise ToolInputError(f"arguments are not valid JSON: {error.msg}") from None
+    if not isinstance(value, dict):
+        raise ToolInputError(f"arguments must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _describe_validation_error(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "(input)"
+        parts.append(f"{where}: {item['msg']}")
+    return "invalid input: " + "; ".join(parts)
+
+
+def _takes_two_arguments(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    has_varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
+    return has_varargs or len(positional) >= 2
