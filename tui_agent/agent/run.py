@@ -288,10 +288,12 @@ class Run:
         async for event in self.plan.model.stream(request):
             if type(event) is TextDelta:
                 if event.text:
-                    text.append(event.text)
-                    self._partial += event.text
+                    # The answer is what the caller saw: a redacting stream processor must
+                    # not leak the original into the result or the stored message.
                     chunk = await self.agent._process_output_chunk(event.text, self)
                     if chunk:
+                        text.append(chunk)
+                        self._partial += chunk
                         self.emit("text-delta", {"text": chunk})
             elif type(event) is ToolCallDelta:
                 _add_tool_delta(calls, event)
