@@ -1,0 +1,1 @@
+"""The ``tui-agent`` command line: ``chat``, ``send`` and ``watch`` on shared threads."""

@@ -1,0 +1,176 @@
+"""What every command shares: the store, the agent (demo or the user's), message attributes."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tui_agent.errors import ConfigError
+
+DEFAULT_MODEL = "local/smollm2"
+DEFAULT_THREAD = "main"
+
+
+def default_resource() -> str:
+    try:
+        return os.environ.get("USER") or getpass.getuser() or "local"
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        return "local"
+
+
+def default_model() -> str:
+    return os.environ.get("TUI_AGENT_MODEL") or DEFAULT_MODEL
+
+
+def parse_attrs(pairs: list[str] | None, name: str | None = None) -> dict[str, str]:
+    """``["from=slack", ...]`` (+ ``--as NAME``) → attributes, in the order given."""
+    attributes: dict[str, str] = {}
+    if name:
+        attributes["name"] = name
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--attr {pair!r}: write it as name=value, e.g. --attr from=slack")
+        attributes[key.strip()] = value
+    return attributes
+
+
+def message_of(text: str, attributes: dict[str, str]) -> Any:
+    return {"contents": text, "attributes": attributes} if attributes else text
+
+
+# -- the agent ---------------------------------------------------------------------------------
+
+
+def build_agent(args: argparse.Namespace) -> Any:
+    """The agent the command talks to, with memory on the chosen store."""
+    from tui_agent.memory import Memory
+    from tui_agent.store.sqlite import SqliteStore
+
+    memory = Memory(store=SqliteStore(args.db))
+    if args.agent:
+        agent = pick_agent(load_agents(args.agent), args.agent_name, args.agent)
+        if agent.memory is None:
+            agent.memory = memory  # the CLI's store: that is how terminals share threads
+        if args.model:
+            from tui_agent.models.resolve import validate_model_spec
+
+            validate_model_spec(args.model)
+            agent.model = args.model
+        return agent
+    from tui_agent.cli.demo import build_demo_agent
+
+    return build_demo_agent(args.model or default_model(), tools=args.tools, memory=memory)
+
+
+def load_agents(spec: str) -> list[Any]:
+    """``path/to/file.py:name`` or ``package.module:name`` → the Agent objects it names."""
+    from tui_agent.agent.agent import Agent
+
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr:
+        raise ConfigError(
+            f"--agent {spec!r}: write it as path/to/agents.py:name or package.module:name"
+        )
+    module = _load_module(target, spec)
+    if not hasattr(module, attr):
+        raise ConfigError(f"--agent {spec!r}: {target} has no attribute {attr!r}")
+    value = getattr(module, attr)
+    if callable(value) and not isinstance(value, Agent):
+        value = value()  # a factory
+    if isinstance(value, Agent):
+        agents = [value]
+    elif isinstance(value, Mapping):
+        agents = list(value.values())
+    elif isinstance(value, list | tuple):
+        agents = list(value)
+    else:
+        agents = []
+    if not agents or not all(isinstance(a, Agent) for a in agents):
+        raise ConfigError(
+            f"--agent {spec!r}: {attr} must be an Agent, a list or dict of Agents, or a "
+            f"function returning one; got {type(value).__name__}"
+        )
+    return agents
+
+
+def _load_module(target: str, spec: str) -> Any:
+    if target.endswith(".py") or os.sep in target or "/" in target:
+        path = Path(target)
+        if not path.is_file():
+            raise ConfigError(f"--agent {spec!r}: file {target} does not exist")
+        module_name = f"tui_agent_user_{path.stem}"
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise ConfigError(f"--agent {spec!r}: cannot load {target} as Python")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        sys.path.insert(0, str(path.resolve().parent))  # its sibling imports work
+        module_spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError as error:
+        raise ConfigError(f"--agent {spec!r}: no module {error.name!r}") from None
+
+
+def pick_agent(agents: list[Any], name: str | None, spec: str) -> Any:
+    if name is None:
+        if len(agents) == 1:
+            return agents[0]
+        names = ", ".join(a.id for a in agents)
+        raise ConfigError(f"--agent {spec!r} has several agents ({names}): pick one with "
+                          "--agent-name")
+    for agent in agents:
+        if name in (agent.id, agent.name):
+            return agent
+    names = ", ".join(a.id for a in agents)
+    raise ConfigError(f"--agent-name {name!r}: no such agent in {spec} (agents: {names})")
+
+
+def model_label(agent: Any) -> str:
+    model = agent.model
+    if isinstance(model, str):
+        return model
+    if isinstance(model, list | tuple):
+        return " → ".join(model_label_of(m) for m in model)
+    return model_label_of(model)
+
+
+def model_label_of(model: Any) -> str:
+    if isinstance(model, str):
+        return model
+    if isinstance(model, Mapping):
+        return str(model.get("id", "?"))
+    return str(getattr(model, "model_id", None) or getattr(model, "id", None)
+               or type(model).__name__)
+
+
+def is_local_model(agent: Any) -> bool:
+    return isinstance(agent.model, str) and agent.model.startswith("local/")
+
+
+async def check_model(agent: Any, *, warm: bool) -> None:
+    """Raise the model's setup error now (missing runtime, weights or key), before anything is
+    sent. ``warm`` also loads it (the local server, litellm's import) off the event loop."""
+    spec = agent.model
+    if callable(spec) and not hasattr(spec, "stream"):
+        return  # depends on the request context: checked when a run starts
+    from tui_agent.models.resolve import resolve_model
+
+    model = resolve_model(spec)
+    model.check_ready()  # cheap: finds files, reads the environment, loads nothing
+    ensure = getattr(model, "ensure_ready", None)
+    if warm and ensure is not None:
+        await ensure()
+
+
+def store_path(agent: Any) -> str:
+    return str(getattr(agent.memory.store, "path", agent.memory.store))

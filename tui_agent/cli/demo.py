@@ -1,0 +1,108 @@
+"""The built-in demo agent of ``tui-agent chat``: a short instruction and two harmless tools.
+
+The local model is a 135M model: a long system prompt or a tool schema makes its plain answers
+worse (with tools every reply is forced through a JSON schema), so for ``local/…`` the prompt is
+one line and the tools are off unless asked for.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from tui_agent.errors import ConfigError
+
+DEMO_ID = "demo"
+LOCAL_INSTRUCTIONS = "You are a helpful assistant. Answer briefly."
+INSTRUCTIONS = (
+    "You are a helpful assistant in a terminal chat that several people may share. "
+    "Messages from named people arrive as <user name=\"…\" from=\"…\">…</user>; answer the "
+    "person who asked. Be concise and use Markdown where it helps."
+)
+
+_OPERATORS: dict[type, Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+_MAX_POWER = 1000  # 10**1000 is fine; 10**10**10 would hang the process
+
+
+class CalculatorInput(BaseModel):
+    expression: str = Field(description="Arithmetic such as '(2 + 3) * 4 / 7' or '2 ** 10'")
+
+
+class TimeInput(BaseModel):
+    pass
+
+
+def calculate(expression: str) -> float | int:
+    """Evaluate plain arithmetic (numbers, + - * / // % **, parentheses); nothing else."""
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError:
+        raise ValueError(f"not an arithmetic expression: {expression!r}") from None
+    return _eval(tree.body)
+
+
+def _eval(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_eval(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _eval(node.left), _eval(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_POWER:
+            raise ValueError(f"exponent {right} is too large (max {_MAX_POWER})")
+        return _OPERATORS[type(node.op)](left, right)
+    raise ValueError(f"only numbers and + - * / // % ** are allowed, not {ast.dump(node)[:40]}")
+
+
+def demo_tools() -> dict[str, Any]:
+    from tui_agent.tools import create_tool
+
+    return {
+        "calculator": create_tool(
+            id="calculator",
+            description="Evaluate an arithmetic expression exactly.",
+            input_schema=CalculatorInput,
+            execute=lambda tool_input: calculate(tool_input.expression),
+        ),
+        "current_time": create_tool(
+            id="current_time",
+            description="The current local date and time.",
+            input_schema=TimeInput,
+            execute=lambda tool_input: datetime.now().astimezone().isoformat(timespec="seconds"),
+        ),
+    }
+
+
+def is_local(model: str) -> bool:
+    return model.startswith("local/")
+
+
+def build_demo_agent(model: str, *, tools: bool | None, memory: Any) -> Any:
+    """The demo agent on ``model``; ``tools=None`` means: on unless the model is local."""
+    from tui_agent.agent.agent import Agent
+
+    if not isinstance(model, str) or not model:
+        raise ConfigError("--model needs a router string such as 'local/smollm2'")
+    use_tools = (not is_local(model)) if tools is None else tools
+    return Agent(
+        id=DEMO_ID,
+        name="demo",
+        instructions=LOCAL_INSTRUCTIONS if is_local(model) else INSTRUCTIONS,
+        model=model,
+        tools=demo_tools() if use_tools else None,
+        memory=memory,
+    )

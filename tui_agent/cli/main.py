@@ -1,0 +1,180 @@
+"""``tui-agent``: chat on a thread, send into one, watch one — from any number of terminals.
+
+Only argparse is imported here, so ``tui-agent --help`` is instant; rich, the agent core and
+litellm load when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+COMMANDS = ("chat", "send", "watch")
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+_DESCRIPTION = """\
+Agents on shared, live threads. Every command works on one thread of a store (a SQLite file):
+several terminals on the same --db and --resource/--thread see the same conversation live.
+
+  tui-agent chat                       chat with the demo agent on the local model
+  tui-agent send --thread main "hi"    send one message (wakes a run or joins the live one)
+  tui-agent watch --thread main        print the thread's live stream until Ctrl-C
+
+With no command, `chat` runs.
+"""
+
+_COMMON_EPILOG = """\
+store:   --db PATH, else $TUI_AGENT_DB, else $XDG_DATA_HOME/tui-agent/tui-agent.db
+thread:  --resource defaults to $USER (or "local"), --thread to "main"
+model:   --model defaults to $TUI_AGENT_MODEL, else local/smollm2 (no key needed)
+agents:  --agent path/to/agents.py:name (or package.module:name) loads your own Agent, a list
+         or dict of them (pick with --agent-name); it gets the CLI's store if it has no memory
+"""
+
+
+# Options are accepted before and after the command (``tui-agent --db x send ...`` and
+# ``tui-agent send --db x ...``): both parsers leave unset options out of the namespace
+# (SUPPRESS), and the defaults are filled in afterwards, so neither overwrites the other.
+_DEFAULTS: dict[str, Any] = {
+    "db": None, "resource": None, "thread": None, "agent": None, "agent_name": None,
+    "model": None, "tools": None, "as_name": None, "attr": None,
+}
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("store, thread and agent")
+    group.argument_default = argparse.SUPPRESS
+    group.add_argument("--db", metavar="PATH", help="the store file (shared by all terminals)")
+    group.add_argument("--resource", "-r", metavar="R", help="resource id (default: $USER)")
+    group.add_argument("--thread", "-t", metavar="T", help="thread id (default: main)")
+    group.add_argument("--agent", metavar="FILE.py:NAME",
+                       help="load your own agent(s): path/to/file.py:name or module:name")
+    group.add_argument("--agent-name", metavar="ID", help="which agent, if --agent has several")
+    group.add_argument("--model", "-m", metavar="PROVIDER/MODEL",
+                       help="model router string, e.g. openai/gpt-4o-mini "
+                            "(default: $TUI_AGENT_MODEL or local/smollm2)")
+    tools = group.add_mutually_exclusive_group()
+    tools.add_argument("--tools", dest="tools", action="store_true", default=argparse.SUPPRESS,
+                       help="give the demo agent its tools (calculator, current_time); on by "
+                            "default except for local/… models, whose 135M answers get worse "
+                            "with tools")
+    tools.add_argument("--no-tools", dest="tools", action="store_false",
+                       default=argparse.SUPPRESS, help="demo agent without tools")
+
+
+def _sender(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--as", dest="as_name", metavar="NAME", default=argparse.SUPPRESS,
+                        help="your name, shown as a badge and given to the model as name=…")
+    parser.add_argument("--attr", action="append", metavar="K=V", default=argparse.SUPPRESS,
+                        help="an attribute of your messages, e.g. --attr from=slack (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tui-agent", description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_COMMON_EPILOG,
+    )
+    from tui_agent import __version__
+
+    parser.add_argument("--version", action="version", version=f"tui-agent {__version__}")
+    _common(parser)
+    _sender(parser)
+    sub = parser.add_subparsers(dest="command", metavar="{chat,send,watch}")
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    chat = sub.add_parser("chat", help="a line-based chat on a thread (the default)",
+                          formatter_class=fmt, epilog=_CHAT_EPILOG + "\n" + _COMMON_EPILOG)
+    _common(chat)
+    _sender(chat)
+
+    send = sub.add_parser("send", help="send one message into a thread",
+                          formatter_class=fmt, epilog=_SEND_EPILOG + "\n" + _COMMON_EPILOG)
+    _common(send)
+    _sender(send)
+    send.add_argument("--queue", action="store_true",
+                      help="run after the thread's live run ends, instead of joining it")
+    send.add_argument("--signal-type", choices=("user", "state", "reactive", "notification"),
+                      help="send a typed signal instead of a user message")
+    send.add_argument("--tag", metavar="TAG", help="the signal's tag name (with --signal-type)")
+    send.add_argument("--quiet", "-q", action="store_true",
+                      help="if this process runs the answer, wait for it without printing it")
+    send.add_argument("text", nargs="+", help="the message")
+
+    watch = sub.add_parser("watch", help="print a thread's live stream until Ctrl-C",
+                           formatter_class=fmt, epilog=_COMMON_EPILOG)
+    _common(watch)
+    watch.add_argument("--json", action="store_true",
+                       help="one JSON object per chunk (type, run_id, from, payload) per line")
+    return parser
+
+
+_CHAT_EPILOG = """\
+In the chat: type a line and Enter to send it. Ctrl-C during an answer aborts it (the partial
+answer stays, marked aborted); Ctrl-C or Ctrl-D at the prompt quits.
+Commands: /help  /quit  /queue TEXT  /abort  /history [N]
+"""
+
+_SEND_EPILOG = """\
+Prints the routing decision: `deliver → run X` (joined the live run, also one in another
+process), `wake → run X` (started a run: this process runs it and prints the answer), persist or
+discard.
+"""
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    for name, value in _DEFAULTS.items():
+        if not hasattr(args, name):
+            setattr(args, name, value)
+    args.command = args.command or "chat"
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.db:
+        os.environ["TUI_AGENT_DB"] = args.db  # before any store is built
+    try:
+        return asyncio.run(_dispatch(args))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        from tui_agent.errors import TuiAgentError
+
+        if not isinstance(error, TuiAgentError):
+            raise
+        _print_error(error)
+        return EXIT_ERROR
+
+
+def _print_error(error: BaseException) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True, highlight=False).print(
+        Text(f"tui-agent: {error}", style="bold red"), soft_wrap=True
+    )
+
+
+async def _dispatch(args: argparse.Namespace) -> int:
+    from tui_agent.cli.common import DEFAULT_THREAD, default_resource
+
+    args.resource = args.resource or default_resource()
+    args.thread = args.thread or DEFAULT_THREAD
+    command: Any
+    if args.command == "send":
+        from tui_agent.cli.send import run_send as command
+    elif args.command == "watch":
+        from tui_agent.cli.watch import run_watch as command
+    else:
+        from tui_agent.cli.chat import run_chat as command
+    return int(await command(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

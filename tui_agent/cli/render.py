@@ -1,0 +1,270 @@
+"""Rendering a thread's live stream in a terminal, shared by ``chat``, ``send`` and ``watch``.
+
+Chunks (``{"type", "run_id", "from", "payload"}``) come from a subscription or a run's output.
+In a terminal, answers stream as Markdown: each finished block (text up to a blank line outside a
+code fence) is rendered once and kept; only the unfinished last block is re-rendered, by a
+``rich.live.Live`` at a bounded rate. When the output is not a terminal, text deltas are written
+as they come (plain, flushed) so pipes and tests see the words as they arrive.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import zlib
+from typing import IO, Any
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.text import Text
+
+REFRESH_PER_SECOND = 8  # the live tail's repaint rate: smooth enough, cheap on 2 cores
+_BADGE_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
+_END_TYPES = {"finish", "abort", "error", "interrupted"}
+_ONE_LINE = 160  # tool arguments/results and signal texts are cut to this many characters
+
+
+def make_console(file: IO[str] | None = None) -> Console:
+    return Console(file=file or sys.stdout, highlight=False, soft_wrap=False)
+
+
+def badge_colour(author: str) -> str:
+    """A colour per author, stable across processes and runs (crc32, not ``hash``)."""
+    return _BADGE_COLOURS[zlib.crc32(author.encode()) % len(_BADGE_COLOURS)]
+
+
+def one_line(value: Any, limit: int = _ONE_LINE) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def signal_text(contents: Any) -> str:
+    """The text of a signal's contents: a string, or its text parts joined."""
+    if isinstance(contents, str):
+        return contents
+    if isinstance(contents, list):
+        parts = [p.get("text", "") for p in contents if isinstance(p, dict)]
+        return "\n".join(p for p in parts if p)
+    return str(contents)
+
+
+def author_of(attributes: dict[str, Any]) -> str:
+    """``name · from`` of a user message (either may be missing)."""
+    name = attributes.get("name")
+    source = attributes.get("from")
+    parts = [str(p) for p in (name, source) if p not in (None, "")]
+    return " · ".join(parts) if parts else "user"
+
+
+def split_blocks(text: str) -> tuple[list[str], str]:
+    """Finished Markdown blocks (ended by a blank line outside a code fence) and the rest."""
+    blocks: list[str] = []
+    current: list[str] = []
+    fenced = False
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        last = index == len(lines) - 1
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        if not fenced and not line.strip() and not last:
+            if current:
+                blocks.append("\n".join(current))
+                current = []
+            continue
+        current.append(line)
+    return blocks, "\n".join(current)
+
+
+class _Tail:
+    """The unfinished last block, rendered as Markdown when Live repaints (not per delta)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Markdown(self.text) if self.text.strip() else Text("")
+
+
+class TextStream:
+    """One streamed answer (a step's text). ``feed`` deltas, then ``close`` once."""
+
+    def __init__(self, console: Console, live: bool) -> None:
+        self.console = console
+        self.text = ""
+        self._live_mode = live
+        self._done = 0  # characters of ``text`` already rendered as finished blocks
+        self._tail = _Tail()
+        self._live: Live | None = None
+        self._blocks_printed = 0
+
+    def feed(self, delta: str) -> None:
+        self.text += delta
+        if not self._live_mode:
+            self.console.file.write(delta)
+            self.console.file.flush()
+            return
+        if self._live is None:
+            self._live = Live(
+                self._tail,
+                console=self.console,
+                refresh_per_second=REFRESH_PER_SECOND,
+                vertical_overflow="visible",
+            )
+            self._live.start()
+        blocks, rest = split_blocks(self.text[self._done :])
+        if blocks:
+            for block in blocks:
+                self._print_block(block)
+            self._done = len(self.text) - len(rest)
+        self._tail.text = rest
+
+    def _print_block(self, block: str) -> None:
+        if self._blocks_printed:
+            self.console.print()
+        self.console.print(Markdown(block))
+        self._blocks_printed += 1
+
+    def close(self) -> None:
+        if not self._live_mode:
+            if self.text and not self.text.endswith("\n"):
+                self.console.file.write("\n")
+                self.console.file.flush()
+            return
+        if self._live is None:
+            return
+        rest = self.text[self._done :]
+        self._tail.text = ""
+        self._live.stop()
+        self._live = None
+        if rest.strip():
+            self._print_block(rest.strip("\n"))
+
+
+class Renderer:
+    """Turns chunks into terminal output. ``hide_echoes`` holds ids of signals whose echo need
+    not be shown (the chat's own lines, already on screen as typed)."""
+
+    def __init__(self, console: Console, *, live: bool | None = None) -> None:
+        self.console = console
+        self.live = console.is_terminal if live is None else live
+        self.hide_echoes: set[str] = set()
+        self._stream: TextStream | None = None
+        self._headed: set[str] = set()  # runs whose agent header was printed
+        self._agents: dict[str, str] = {}  # run id → agent id
+
+    # -- entry point ------------------------------------------------------------------------
+
+    def handle(self, chunk: dict[str, Any]) -> None:
+        kind = chunk.get("type")
+        handler = getattr(self, "_on_" + str(kind).replace("-", "_"), None)
+        if handler is not None:
+            handler(chunk, chunk.get("payload") or {})
+
+    def close(self) -> None:
+        self._end_text()
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _end_text(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def _header(self, chunk: dict[str, Any]) -> None:
+        run_id = chunk.get("run_id") or ""
+        if run_id in self._headed:
+            return
+        self._headed.add(run_id)
+        agent = self._agents.get(run_id, "agent")
+        self.console.print(Text.assemble(("● ", badge_colour(agent)), (agent, "bold")))
+
+    def notice(self, text: str, style: str = "dim") -> None:
+        self._end_text()
+        self.console.print(Text(text, style=style))
+
+    # -- chunk types ------------------------------------------------------------------------
+
+    def _on_start(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        self._end_text()
+        if payload.get("agent_id"):
+            self._agents[chunk.get("run_id") or ""] = str(payload["agent_id"])
+
+    def _on_text_delta(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        text = payload.get("text") or ""
+        if not text:
+            return
+        if self._stream is None:
+            self._header(chunk)
+            if not text.strip():
+                return  # a leading newline/space would open an empty block
+            self._stream = TextStream(self.console, self.live)
+            text = text.lstrip("\n")
+        self._stream.feed(text)
+
+    def _on_step_finish(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        self._end_text()
+
+    def _on_tool_call(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        self._end_text()
+        self._header(chunk)
+        name = payload.get("tool_name", "?")
+        self.console.print(
+            Text.assemble(("  ⚙ ", "yellow"), (str(name), "bold yellow"),
+                          (f"({one_line(payload.get('args', {}))})", "yellow"))
+        )
+
+    def _on_tool_result(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        self._end_text()
+        result = payload.get("result")
+        if payload.get("is_error"):
+            error = result.get("error") if isinstance(result, dict) else result
+            self.console.print(Text(f"  ↳ error: {one_line(error)}", style="red"))
+        else:
+            self.console.print(Text(f"  ↳ {one_line(result)}", style="dim"))
+
+    def _on_finish(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        self._end_text()
+        if payload.get("finish_reason") == "tool-calls":
+            self.notice("  (stopped at max_steps with tool calls pending)", "yellow")
+
+    def _on_abort(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        self.notice("  ⏹ aborted — the partial answer is kept", "yellow")
+
+    def _on_error(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        self.notice(f"  ✗ {payload.get('error', 'the run failed')}", "bold red")
+
+    def _on_interrupted(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        self.notice("  ⚠ run interrupted: the process running it stopped", "yellow")
+
+    def _on_data_user_message(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        if payload.get("id") in self.hide_echoes:
+            self._end_text()
+            return
+        self._end_text()
+        author = author_of(payload.get("attributes") or {})
+        text = signal_text(payload.get("contents", ""))
+        self.console.print(Text.assemble((author, f"bold {badge_colour(author)}"), " › ", text))
+
+    def _on_data_signal(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+        self._end_text()
+        kind = payload.get("type", "signal")
+        tag = payload.get("tag_name") or kind
+        icon = {"state": "◆", "notification": "🔔", "reactive": "↺"}.get(kind, "•")
+        attributes = payload.get("attributes") or {}
+        label = " ".join(f"{k}={v}" for k, v in attributes.items() if v is not None)
+        text = one_line(signal_text(payload.get("contents", "")))
+        head = f"{icon} {tag}" + (f" [{label}]" if label else "")
+        self.console.print(Text.assemble((head, "cyan"), " ", (text, "dim")))
+
+
+def is_end(chunk: dict[str, Any]) -> bool:
+    return chunk.get("type") in _END_TYPES
+
+
+def chunk_json(chunk: dict[str, Any]) -> str:
+    """One line of ``watch --json``: the chunk's public keys."""
+    public = {key: chunk.get(key) for key in ("type", "run_id", "from", "payload")}
+    return json.dumps(public, ensure_ascii=False, default=str)
