@@ -24,7 +24,6 @@ KNOWN_OPTIONS = {
 }
 HOOK_NAMES = {"before_tool_call", "after_tool_call"}
 TOOL_CHOICES = {"auto", "none", "required"}
-DEFAULT_LAST_MESSAGES = 20
 
 
 @dataclass(slots=True)
@@ -45,7 +44,7 @@ class RunOptions:
     request_context: RequestContext = field(default_factory=RequestContext)
     model_settings: dict[str, Any] = field(default_factory=dict)
     provider_options: dict[str, Any] = field(default_factory=dict)
-    last_messages: int = DEFAULT_LAST_MESSAGES
+    last_messages: int | None = None  # None: the Memory's own last_messages
 
 
 def parse_run_options(
