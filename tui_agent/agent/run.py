@@ -234,7 +234,9 @@ class Run:
             await asyncio.wait((task, aborted), return_when=asyncio.FIRST_COMPLETED)
         finally:
             aborted.cancel()
-        if not task.done():
+        # An abort can also end the work itself (a model stream closed by the abort event
+        # returns normally): the abort still wins, or the run would finish as "stop".
+        if not task.done() or self.abort_event.is_set():
             task.cancel()
             try:
                 await task
