@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import getpass
 import importlib
 import importlib.util
@@ -169,7 +170,17 @@ async def check_model(agent: Any, *, warm: bool) -> None:
     model.check_ready()  # cheap: finds files, reads the environment, loads nothing
     ensure = getattr(model, "ensure_ready", None)
     if warm and ensure is not None:
-        await ensure()
+        await asyncio.gather(ensure(), _preload_litellm(model))
+
+
+async def _preload_litellm(model: Any) -> None:
+    """The local model answers through litellm too: import it (seconds) while the model
+    loads, not when the first answer is asked for."""
+    if not str(getattr(model, "model_id", "")).startswith("local/"):
+        return
+    from tui_agent.models.litellm_model import load_litellm
+
+    await asyncio.to_thread(load_litellm)
 
 
 def store_path(agent: Any) -> str:

@@ -112,6 +112,7 @@ class TextStream:
                 console=self.console,
                 refresh_per_second=REFRESH_PER_SECOND,
                 vertical_overflow="visible",
+                transient=True,  # on stop the tail is erased, then printed once for good
             )
             self._live.start()
         blocks, rest = split_blocks(self.text[self._done :])
