@@ -147,6 +147,9 @@ async def test_a_provider_error_fails_the_run_with_its_status(
     assert len(openai_server.requests) == 1
     (run,) = await memory.store.list_runs("t")
     assert (run.status, run.finish_reason) == ("failed", "error")
+    events = await memory.store.read_events("t", 0)
+    assert events[-1]["type"] == "error" and events[-1]["run_id"] == run.id
+    assert f"scripted {status}" in events[-1]["payload"]["error"]
     assert await memory.store.active_run("t") is None
     assert [(m.role, m.content) for m in await memory.list_messages("t")] == [("user", "hi")]
 
@@ -216,3 +219,25 @@ async def test_a_config_object_brings_its_own_key_and_base_and_the_key_is_never_
     assert files, "the store file exists"
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), f"key leaked into {path.name}"
+
+
+async def test_model_settings_and_provider_options_reach_the_request(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    await make_agent().generate(
+        "hi",
+        model_settings={"temperature": 0.25, "max_tokens": 64},
+        provider_options={"openai": {"seed": 7}, "anthropic": {"top_k": 3}},
+    )
+    (body,) = openai_server.requests
+    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.25, 64, 7)
+    assert "top_k" not in body, "another provider's options stay out"
+
+
+async def test_a_callable_model_picks_a_router_string_per_request(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    agent = make_agent(lambda ctx: f"openai/{ctx['tier']}-model")
+    await agent.generate("hi", request_context={"tier": "pro"})
+    await agent.generate("hi", request_context={"tier": "free"})
+    assert [r["model"] for r in openai_server.requests] == ["pro-model", "free-model"]

@@ -191,6 +191,16 @@ async def test_invalid_input_goes_back_to_the_model_as_a_tool_error(
     assert expected in sent[0]["content"]
 
 
+async def test_arguments_that_are_not_json_go_back_as_a_tool_error() -> None:
+    model = ScriptedModel([{"tool_calls": [{"name": "add", "args": '{"a": 1, "b":'}]}, "Oops."])
+    result = await make_agent(model, tools={"add": add_tool()}).generate("go")
+    assert result.text == "Oops." and result.tool_results[0].is_error
+    sent = tool_messages(model.requests[1])[0]["content"]
+    assert sent.startswith("Error: ") and "not valid JSON" in sent
+    assistant = model.requests[1].messages[-2]
+    assert assistant["tool_calls"][0]["function"]["arguments"] == '{"a": 1, "b":'
+
+
 async def test_several_tool_calls_in_one_step_all_run_and_all_results_go_back() -> None:
     model = ScriptedModel(
         [
@@ -334,9 +344,15 @@ async def test_before_and_after_hooks_see_the_call_and_its_output() -> None:
 async def test_before_hook_can_skip_the_tool_with_its_own_output() -> None:
     ran: list[Any] = []
     model = ScriptedModel([call("add", a=1, b=2), "cached"])
-    hooks = {"before_tool_call": lambda info: {"proceed": False, "output": {"cached": 99}}}
+    after: list[dict[str, Any]] = []
+
+    async def before(info: dict[str, Any]) -> dict[str, Any]:
+        return {"proceed": False, "output": {"cached": 99}}
+
+    hooks = {"before_tool_call": before, "after_tool_call": after.append}
     result = await make_agent(model, tools={"add": add_tool(ran)}, hooks=hooks).generate("go")
     assert ran == []
+    assert (after[0]["output"], after[0]["error"]) == ({"cached": 99}, None)
     assert result.tool_results[0].result == {"cached": 99}
     assert not result.tool_results[0].is_error
     assert tool_messages(model.requests[1])[0]["content"] == '{"cached": 99}'
