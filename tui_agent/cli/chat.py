@@ -19,7 +19,6 @@ import time
 from typing import Any
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.text import Text
 
 from tui_agent.cli.common import (
@@ -31,7 +30,16 @@ from tui_agent.cli.common import (
     parse_attrs,
     store_path,
 )
-from tui_agent.cli.render import Renderer, author_of, badge_colour, is_end, make_console, one_line
+from tui_agent.cli.render import (
+    MarkdownBlock,
+    Renderer,
+    author_of,
+    badge_colour,
+    is_end,
+    make_console,
+    one_line,
+    quiet_terminal,
+)
 from tui_agent.errors import TuiAgentError
 
 HELP = """\
@@ -259,7 +267,7 @@ class Chat:
                                              text))
         elif message.role == "assistant":
             if message.content:
-                self.console.print(Markdown(str(message.content)))
+                self.console.print(MarkdownBlock(str(message.content)))
             if message.metadata.get("aborted"):
                 self.console.print(Text("  (aborted)", style="yellow"))
             for call in message.metadata.get("tool_calls") or []:
@@ -302,11 +310,10 @@ async def run_chat(args: argparse.Namespace) -> int:
         _enable_line_editing()
         console.print(Text("Type a message · /help · Ctrl-C aborts an answer · Ctrl-D quits",
                            style="dim"))
-    saved = _terminal_state()
-    try:
+    # quiet_terminal also restores the terminal if we leave while the reader thread is still
+    # inside readline (which had switched it to raw mode).
+    with quiet_terminal():
         return await Chat(args, agent, console).run()
-    finally:
-        _restore_terminal(saved)
 
 
 async def _warm_up(agent: Any, console: Console) -> None:
@@ -328,23 +335,3 @@ async def _warm_up(agent: Any, console: Console) -> None:
 def _enable_line_editing() -> None:
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401 — importing it gives input() editing and history
-
-
-def _terminal_state() -> Any:
-    if not sys.stdin.isatty():
-        return None
-    with contextlib.suppress(Exception):
-        import termios
-
-        return termios.tcgetattr(sys.stdin.fileno())
-    return None
-
-
-def _restore_terminal(saved: Any) -> None:
-    """The reader thread may still be inside readline (raw mode) when we leave."""
-    if saved is None:
-        return
-    with contextlib.suppress(Exception):
-        import termios
-
-        termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)

@@ -9,14 +9,17 @@ as they come (plain, flushed) so pipes and tests see the words as they arrive.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import zlib
+from collections.abc import Iterator
 from typing import IO, Any
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.segment import Segment
 from rich.text import Text
 
 REFRESH_PER_SECOND = 8  # the live tail's repaint rate: smooth enough, cheap on 2 cores
@@ -78,14 +81,54 @@ def split_blocks(text: str) -> tuple[list[str], str]:
     return blocks, "\n".join(current)
 
 
-class _Tail:
-    """The unfinished last block, rendered as Markdown when Live repaints (not per delta)."""
+@contextlib.contextmanager
+def quiet_terminal() -> Iterator[None]:
+    """No echo of keys (and of ``^C``) while we draw: an echoed key moves the cursor behind
+    rich's back and a live region then repaints one line off. readline echoes typed lines
+    itself, so the prompt still shows what is typed."""
+    saved = None
+    with contextlib.suppress(Exception):
+        import termios
 
-    def __init__(self) -> None:
-        self.text = ""
+        if sys.stdin.isatty():
+            fd = sys.stdin.fileno()
+            saved = termios.tcgetattr(fd)
+            quiet = termios.tcgetattr(fd)
+            quiet[3] &= ~(termios.ECHO | termios.ECHOCTL)
+            termios.tcsetattr(fd, termios.TCSADRAIN, quiet)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            with contextlib.suppress(Exception):
+                import termios
+
+                termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+
+
+class MarkdownBlock:
+    """Markdown without the blank line rich puts above a list or a code block (blocks are
+    rendered one by one here, so that line would double the gap between them)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Markdown(self.text) if self.text.strip() else Text("")
+        if not self.text.strip():
+            return
+        lines = console.render_lines(Markdown(self.text), options, pad=False)
+        while lines and not "".join(segment.text for segment in lines[0]).strip():
+            lines.pop(0)
+        for line in lines:
+            yield from line
+            yield Segment.line()
+
+
+class _Tail(MarkdownBlock):
+    """The unfinished last block, rendered when Live repaints (not per delta)."""
+
+    def __init__(self) -> None:
+        super().__init__("")
 
 
 class TextStream:
@@ -125,7 +168,7 @@ class TextStream:
     def _print_block(self, block: str) -> None:
         if self._blocks_printed:
             self.console.print()
-        self.console.print(Markdown(block))
+        self.console.print(MarkdownBlock(block))
         self._blocks_printed += 1
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from tui_agent.cli.common import build_agent, check_model, message_of, parse_attrs
-from tui_agent.cli.render import Renderer, make_console
+from tui_agent.cli.render import Renderer, make_console, quiet_terminal
 from tui_agent.errors import ConfigError
 
 
@@ -65,10 +65,11 @@ async def _drive(agent: Any, output: Any, *, quiet: bool) -> int:
     renderer = Renderer(make_console())
     failed = False
     try:
-        async for chunk in output:
-            failed = failed or chunk["type"] == "error"
-            if not quiet:
-                renderer.handle(chunk)
+        with quiet_terminal():
+            async for chunk in output:
+                failed = failed or chunk["type"] == "error"
+                if not quiet:
+                    renderer.handle(chunk)
     finally:
         renderer.close()
         loop.remove_signal_handler(signal.SIGINT)

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from tui_agent.cli.common import build_agent, store_path
-from tui_agent.cli.render import Renderer, chunk_json, make_console
+from tui_agent.cli.render import Renderer, chunk_json, make_console, quiet_terminal
 
 
 async def run_watch(args: argparse.Namespace) -> int:
@@ -27,8 +27,9 @@ async def run_watch(args: argparse.Namespace) -> int:
     loop.add_signal_handler(signal.SIGTERM, sub.unsubscribe)
     renderer = Renderer(console)
     try:
-        async for chunk in sub.stream:
-            _show(chunk, renderer, args.json)
+        with quiet_terminal():
+            async for chunk in sub.stream:
+                _show(chunk, renderer, args.json)
     finally:
         renderer.close()
         loop.remove_signal_handler(signal.SIGINT)
