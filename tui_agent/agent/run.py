@@ -255,6 +255,8 @@ class Run:
             self.emit("step-start", {"step": index})
             messages = await self.agent._process_input(self.messages, self)
             outcome = await self._call_model(messages)
+            if outcome.calls:
+                return outcome  # not an answer: a result processor must not drop its calls
             try:
                 outcome.text = await self.agent._process_output(outcome.text, self)
                 return outcome
