@@ -540,6 +540,23 @@ async def test_output_result_retries_are_bounded_then_processor_error() -> None:
     assert model.calls == 3, "the first try plus two retries"
 
 
+async def test_result_processors_judge_answers_not_tool_call_steps() -> None:
+    model = ScriptedModel([call("add", a=1, b=2), "3"])
+    checker = DemandLength(1)  # an empty text would be rejected
+    result = await make_agent(
+        model, tools={"add": add_tool()}, output_processors=[checker]
+    ).generate("go")
+    assert checker.seen == ["3"], "the tool-call step (no text) is not an answer"
+    assert result.tool_results[0].result == 3 and result.text == "3."
+    assert model.calls == 2
+
+
+async def test_a_length_finish_reason_is_returned() -> None:
+    model = ScriptedModel([{"text": "cut sho", "finish_reason": "length"}])
+    result = await make_agent(model).generate("long story")
+    assert (result.text, result.finish_reason) == ("cut sho", "length")
+
+
 async def test_an_input_processor_can_reject_before_the_model() -> None:
     class Tripwire:
         def process_input(self, messages: list[dict[str, Any]], ctx: Any) -> None:
