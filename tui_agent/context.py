@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
+from tui_agent.errors import ConfigError
+
 
 class RequestContext(MutableMapping[str, Any]):
     def __init__(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
@@ -42,7 +44,7 @@ class RequestContext(MutableMapping[str, Any]):
         if value is None:
             return cls()
         if not isinstance(value, Mapping):
-            raise TypeError(
+            raise ConfigError(
                 f"request_context must be a RequestContext or a dict, not {type(value).__name__}"
             )
         return cls(value)
