@@ -281,6 +281,10 @@ def test_other_bad_arguments_name_what_is_wrong(tmp_path: Path) -> None:
         ({"tool_choice": "sometimes"}, "tool_choice"),
         ({"hooks": {"on_tool": print}}, "unknown hook"),
         ({"memory": {"resource": "r", "thread": "t"}}, "agent has no memory"),
+        (
+            {"request_context": ["tier", "pro"]},
+            "request_context must be a RequestContext or a dict",
+        ),
     ],
 )
 async def test_bad_call_options_raise_before_the_model_is_called(
