@@ -587,6 +587,18 @@ async def test_a_subagent_is_a_tool_taking_a_prompt() -> None:
     assert result.text == "Paris."
 
 
+async def test_a_failing_subagent_is_a_tool_error_for_the_parent() -> None:
+    broken = Agent(
+        name="broken",
+        instructions="x",
+        model=ScriptedModel([ModelCallError("sub down", status_code=503)]),
+    )
+    model = ScriptedModel([call("agent-broken", prompt="help"), "Could not ask."])
+    result = await make_agent(model, agents={"broken": broken}).generate("go")
+    assert result.text == "Could not ask." and result.tool_results[0].is_error
+    assert "sub down" in tool_messages(model.requests[1])[0]["content"]
+
+
 async def test_scorers_run_after_generate_and_are_stored_on_the_run(tmp_path: Path) -> None:
     class Politeness:
         async def score(self, run: dict[str, Any]) -> dict[str, Any]:
