@@ -33,6 +33,7 @@ from tui_agent.cli.common import (
 from tui_agent.cli.render import (
     MarkdownBlock,
     Renderer,
+    TerminalEcho,
     author_of,
     badge_colour,
     is_end,
@@ -55,8 +56,9 @@ DOUBLE_CTRL_C_S = 2.0  # a second Ctrl-C this soon after an abort quits
 class LineReader:
     """``input()`` in a daemon thread, one line per ``read()``; None at end of input."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, echo: TerminalEcho) -> None:
         self._loop = loop
+        self._echo = echo
         self._prompts: queue.Queue[str] = queue.Queue()
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         threading.Thread(target=self._run, name="tui-agent stdin", daemon=True).start()
@@ -64,10 +66,12 @@ class LineReader:
     def _run(self) -> None:
         while True:
             prompt = self._prompts.get()
+            self._echo.loud()
             try:
                 line: str | None = input(prompt)
             except (EOFError, OSError, ValueError):
                 line = None
+            self._echo.quiet()
             self._loop.call_soon_threadsafe(self._lines.put_nowait, line)
             if line is None:
                 return
@@ -78,8 +82,11 @@ class LineReader:
 
 
 class Chat:
-    def __init__(self, args: argparse.Namespace, agent: Any, console: Console) -> None:
+    def __init__(
+        self, args: argparse.Namespace, agent: Any, console: Console, echo: TerminalEcho
+    ) -> None:
         self.args = args
+        self.echo = echo
         self.agent = agent
         self.console = console
         self.tty = sys.stdin.isatty() and console.is_terminal
@@ -102,7 +109,7 @@ class Chat:
         loop = asyncio.get_running_loop()
         self.sub = await self.agent.subscribe_to_thread(**self.target)
         pump = loop.create_task(self._pump(), name="chat pump")
-        reader = LineReader(loop)
+        reader = LineReader(loop, self.echo)
         loop.add_signal_handler(signal.SIGINT, self._on_ctrl_c)
         try:
             while not self.quit.is_set():
@@ -312,8 +319,8 @@ async def run_chat(args: argparse.Namespace) -> int:
                            style="dim"))
     # quiet_terminal also restores the terminal if we leave while the reader thread is still
     # inside readline (which had switched it to raw mode).
-    with quiet_terminal():
-        return await Chat(args, agent, console).run()
+    with quiet_terminal() as echo:
+        return await Chat(args, agent, console, echo).run()
 
 
 async def _warm_up(agent: Any, console: Console) -> None:

@@ -81,29 +81,58 @@ def split_blocks(text: str) -> tuple[list[str], str]:
     return blocks, "\n".join(current)
 
 
-@contextlib.contextmanager
-def quiet_terminal() -> Iterator[None]:
-    """No echo of keys (and of ``^C``) while we draw: an echoed key moves the cursor behind
-    rich's back and a live region then repaints one line off. readline echoes typed lines
-    itself, so the prompt still shows what is typed."""
-    saved = None
-    with contextlib.suppress(Exception):
+class TerminalEcho:
+    """Switches the echo of typed keys (and of ``^C``) off while we draw: an echoed key moves
+    the cursor behind rich's back, and a live region then repaints one line off. ``loud()``
+    turns it back on for a prompt: readline echoes typed text only if the terminal had ECHO on
+    when ``input()`` started. ``restore()`` puts back what the terminal had at the start."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        self._saved: Any = None
+        with contextlib.suppress(Exception):
+            import termios
+
+            if sys.stdin.isatty():
+                self._fd = sys.stdin.fileno()
+                self._saved = termios.tcgetattr(self._fd)
+
+    def _set(self, off: int) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(Exception):
+            import termios
+
+            attrs = termios.tcgetattr(self._fd)
+            attrs[3] = (self._saved[3] | termios.ECHO) & ~off
+            termios.tcsetattr(self._fd, termios.TCSADRAIN, attrs)
+
+    def quiet(self) -> None:
         import termios
 
-        if sys.stdin.isatty():
-            fd = sys.stdin.fileno()
-            saved = termios.tcgetattr(fd)
-            quiet = termios.tcgetattr(fd)
-            quiet[3] &= ~(termios.ECHO | termios.ECHOCTL)
-            termios.tcsetattr(fd, termios.TCSADRAIN, quiet)
-    try:
-        yield
-    finally:
-        if saved is not None:
+        self._set(termios.ECHO | termios.ECHOCTL)
+
+    def loud(self) -> None:
+        import termios
+
+        self._set(termios.ECHOCTL)  # typed text echoes; ^C does not
+
+    def restore(self) -> None:
+        if self._fd is not None:
             with contextlib.suppress(Exception):
                 import termios
 
-                termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+                termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved)
+
+
+@contextlib.contextmanager
+def quiet_terminal() -> Iterator[TerminalEcho]:
+    echo = TerminalEcho()
+    echo.quiet()
+    try:
+        yield echo
+    finally:
+        echo.restore()
 
 
 class MarkdownBlock:
@@ -149,6 +178,9 @@ class TextStream:
             self.console.file.write(delta)
             self.console.file.flush()
             return
+        self._feed_live()
+
+    def _feed_live(self) -> None:
         if self._live is None:
             self._live = Live(
                 self._tail,
@@ -163,7 +195,29 @@ class TextStream:
             for block in blocks:
                 self._print_block(block)
             self._done = len(self.text) - len(rest)
+        if self._too_tall(rest):
+            self._go_plain(rest)
+            return
         self._tail.text = rest
+
+    def _too_tall(self, tail: str) -> bool:
+        """A live region taller than the screen cannot be erased (its top has scrolled away):
+        the block would then show twice. Estimated from its length, with a margin."""
+        width = max(20, self.console.width)
+        lines = sum(len(line) // width + 1 for line in tail.split("\n"))
+        return lines * 1.2 > max(4, self.console.height - 6)
+
+    def _go_plain(self, tail: str) -> None:
+        """The rest of this answer streams as plain text (a huge block: no Markdown)."""
+        assert self._live is not None
+        self._tail.text = ""
+        self._live.stop()
+        self._live = None
+        self._live_mode = False
+        if self._blocks_printed:
+            self.console.file.write("\n")
+        self.console.file.write(tail)
+        self.console.file.flush()
 
     def _print_block(self, block: str) -> None:
         if self._blocks_printed:
