@@ -241,3 +241,12 @@ async def test_a_callable_model_picks_a_router_string_per_request(
     await agent.generate("hi", request_context={"tier": "pro"})
     await agent.generate("hi", request_context={"tier": "free"})
     assert [r["model"] for r in openai_server.requests] == ["pro-model", "free-model"]
+
+
+async def test_real_provider_hosts_are_unreachable_from_tests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without OPENAI_BASE_URL the call would go to api.openai.com: the suite blocks it.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    with pytest.raises(ModelCallError, match=r"offline|blocked|onnect"):
+        await make_agent().generate("hi", model_settings=NO_RETRY)
