@@ -22,4 +22,6 @@ def as_dict(value: Any, what: str) -> dict[str, Any]:
     dump = getattr(value, "model_dump", None)
     if dump is not None:
         return dump(exclude_unset=True)
-    raise TypeError(f"{what} must be a dict or a pydantic model, not {type(value).__name__}")
+    from tui_agent.errors import ConfigError
+
+    raise ConfigError(f"{what} must be a dict or a pydantic model, not {type(value).__name__}")

@@ -253,7 +253,8 @@ class Run:
         retries = 0
         while True:
             self.emit("step-start", {"step": index})
-            messages = await self.agent._process_input(self.messages, self)
+            # a copy: a processor that edits in place must not rewrite the run's history
+            messages = await self.agent._process_input(list(self.messages), self)
             outcome = await self._call_model(messages)
             if outcome.calls:
                 return outcome  # not an answer: a result processor must not drop its calls
@@ -531,10 +532,16 @@ class Run:
         self.output.push(
             {"type": "error", "run_id": self.run_id, "from": "AGENT", "payload": payload}
         )
+        # What was already said stays said: the partial answer is stored, marked failed.
+        partial = [] if not self._partial else [
+            MessageIn("assistant", self._partial, self.run_id, metadata={"failed": True})
+        ]
         # If the store is gone too, the run's own error is what matters.
         with contextlib.suppress(Exception):
             await asyncio.shield(
-                self._end_in_store("failed", "error", payload, force=True, error=message)
+                self._end_in_store(
+                    "failed", "error", payload, force=True, error=message, messages=partial
+                )
             )
 
     async def _watch_lease(self) -> None:
