@@ -197,6 +197,29 @@ async def test_a_failed_first_step_keeps_the_user_message(memory: Memory) -> Non
     assert run.status == "failed" and run.finish_reason == "error"
 
 
+class _FailsMidAnswer:
+    """A model that says a few words, then its connection drops."""
+
+    model_id = "test/fails-mid-answer"
+
+    def check_ready(self) -> None:
+        return None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        yield TextDelta("The first half of ")
+        yield TextDelta("an answer")
+        raise ModelCallError("connection reset", status_code=None)
+
+
+async def test_a_run_that_fails_mid_answer_keeps_the_partial_text(memory: Memory) -> None:
+    agent = make_agent(_FailsMidAnswer(), memory)
+    with pytest.raises(ModelCallError):
+        await agent.generate("tell me", **on("t1"))
+    stored = await memory.list_messages("t1")
+    assert roles(stored) == [("user", "tell me"), ("assistant", "The first half of an answer")]
+    assert stored[-1].metadata.get("failed") is True
+
+
 # -- bad input stores nothing ----------------------------------------------------------------
 
 
