@@ -131,12 +131,10 @@ class Chat:
         finally:
             self.prompting = False
             quit_.cancel()
-        if not read.done():
-            read.cancel()
-            if self.tty:
-                self.console.file.write("\n")
-            return None
-        return read.result()
+        line = read.result() if read.done() else None
+        if line is None and self.tty:
+            self.console.file.write("\n")  # leave the shell's prompt on a line of its own
+        return line
 
     async def _shutdown(self, pump: asyncio.Task[None]) -> None:
         local = [run for run in self.agent._runs.values() if not run.output.done()]
