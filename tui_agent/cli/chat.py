@@ -131,7 +131,9 @@ class Chat:
         finally:
             self.prompting = False
             quit_.cancel()
-        line = read.result() if read.done() else None
+        if not read.done():
+            read.cancel()
+        line = None if read.cancelled() else read.result()
         if line is None and self.tty:
             self.console.file.write("\n")  # leave the shell's prompt on a line of its own
         return line
