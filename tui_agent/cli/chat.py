@@ -131,9 +131,8 @@ class Chat:
         finally:
             self.prompting = False
             quit_.cancel()
-        if not read.done():
-            read.cancel()
-        line = None if read.cancelled() else read.result()
+        line = read.result() if read.done() else None
+        read.cancel()  # quit while waiting: the line never comes
         if line is None and self.tty:
             self.console.file.write("\n")  # leave the shell's prompt on a line of its own
         return line
