@@ -139,7 +139,7 @@ class SqliteStore:
             worker.daemon = True
         db = await connection
         await db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        await db.execute("PRAGMA journal_mode=WAL")
+        await _enable_wal(db)
         await db.execute("PRAGMA synchronous=NORMAL")
         await db.execute("PRAGMA foreign_keys=ON")
         await self._migrate(db)
@@ -813,6 +813,21 @@ def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
 
 def echo_type(signal_type: str) -> str:
     return "data-user-message" if signal_type == "user" else "data-signal"
+
+
+async def _enable_wal(db: Any) -> None:
+    """Switching a new file to WAL needs an exclusive lock that SQLite does not wait for
+    (busy_timeout does not apply): processes opening a fresh store at the same moment could
+    fail with "database is locked". Retry until the busy timeout instead."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.005)
 
 
 async def _run_script(db: Any, script: str) -> None:
