@@ -70,6 +70,9 @@ class Command:
         code = self.process.wait(TIMEOUT_S)
         self.wait_for("\0", "stdout")
         self.wait_for("\0", "stderr")
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
         return code, self.output["stdout"].rstrip("\0"), self.output["stderr"].rstrip("\0")
 
 
