@@ -138,11 +138,15 @@ class SqliteStore:
         if worker is not None:
             worker.daemon = True
         db = await connection
-        await db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        await _enable_wal(db)
-        await db.execute("PRAGMA synchronous=NORMAL")
-        await db.execute("PRAGMA foreign_keys=ON")
-        await self._migrate(db)
+        try:
+            await db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            await _enable_wal(db)
+            await db.execute("PRAGMA synchronous=NORMAL")
+            await db.execute("PRAGMA foreign_keys=ON")
+            await self._migrate(db)
+        except BaseException:
+            await db.close()  # a file we cannot use (e.g. newer schema) must not leak a thread
+            raise
         return db
 
     async def _migrate(self, db: Any) -> None:
