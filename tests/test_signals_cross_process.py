@@ -122,14 +122,8 @@ def test_a_signal_from_b_is_delivered_into_the_run_in_a(
     a.expect("model-call")  # A's run is inside its first step
     target = {"run_id": run_id} if by_run_id else THREAD
     b.send("send", kind="signal", message={"type": "reactive", "contents": "from B"}, target=target)
-    assert b.expect("accepted") | {"t": 0, "signal_id": 0} == {
-        "ev": "accepted",
-        "tag": None,
-        "action": "deliver",
-        "run_id": run_id,
-        "t": 0,
-        "signal_id": 0,
-    }
+    accepted = b.expect("accepted")
+    assert (accepted["action"], accepted["run_id"]) == ("deliver", run_id)
     a.send("release", index=0)
     second = a.expect("model-call")
     assert second["users"] == ["start", "<system-reminder>from B</system-reminder>"]
@@ -139,6 +133,30 @@ def test_a_signal_from_b_is_delivered_into_the_run_in_a(
         ("delivered", run_id),
         ("delivered", run_id),
     ]
+
+
+def test_a_message_queued_from_b_runs_in_a_after_the_active_run(
+    start_peer: StartPeer, db: str
+) -> None:
+    a, b = start_peer(name="A", gate_calls=[0]), start_peer(name="B")
+    ready(a, b)
+    b.send("subscribe", sub="s", target=THREAD)
+    b.expect("sub-ready")
+    a.send("send", message="start", target=THREAD)
+    first = a.expect("accepted")["run_id"]
+    a.expect("model-call")
+    b.send("send", kind="queue", message="after you", target=THREAD)
+    queued = b.expect("accepted")
+    assert queued["action"] == "deliver" and queued["run_id"] != first
+    a.send("release", index=0)
+    # The lease holder starts the queued run when its own run ends: A runs B's message.
+    assert a.expect("model-call")["users"] == ["start", "after you"]
+    seen = b.chunks("s", is_end(queued["run_id"]))
+    assert [c["type"] for c in seen if c["type"] in ("start", "finish")] == ["start", "finish"] * 2
+    runs = rows(db, "SELECT id, status, started_at, ended_at FROM runs ORDER BY started_at")
+    assert [(r[0], r[1]) for r in runs] == [(first, "finished"), (queued["run_id"], "finished")]
+    assert runs[0][3] <= runs[1][2]  # one at a time
+    assert not any(e["ev"] == "model-call" for e in b.seen)
 
 
 # -- subscriptions across processes --------------------------------------------------------------

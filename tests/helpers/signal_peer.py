@@ -10,8 +10,8 @@ Config: ``db``, ``name``, ``ttl`` (lease seconds), ``reply`` (every model answer
 between winning the lease and its first claim).
 
 Commands: ``send`` {tag, kind: message|queue|signal, message, target, if_active, if_idle,
-stream}, ``subscribe`` {sub}, ``unsubscribe`` {sub}, ``abort`` {sub}, ``release`` {index},
-``release_resolve``, ``exit``.
+stream, at (a wall-clock instant to send at)}, ``subscribe`` {sub}, ``unsubscribe`` {sub},
+``abort`` {sub}, ``release`` {index}, ``release_resolve``, ``exit``.
 
 Events: ``ready``; ``accepted`` {tag, action, run_id}; ``chunk`` {src, chunk} (src is "output"
 or a subscription name); ``done`` {run_id, text, finish_reason}; ``failed`` {error};
@@ -109,7 +109,9 @@ class PeerProcess:
 
     async def handle(self, command: dict[str, Any]) -> None:
         op = command["op"]
-        if op == "send":
+        if op == "send" and command.get("at"):
+            self.spawn(self.send_at(command))
+        elif op == "send":
             self.send(command)
         elif op == "subscribe":
             sub = await self.agent.subscribe_to_thread(**command["target"])
@@ -127,6 +129,14 @@ class PeerProcess:
         else:
             raise ValueError(f"unknown op {op!r}")
 
+    async def send_at(self, command: dict[str, Any]) -> None:
+        """A start barrier for races: every peer sends at the same wall-clock instant."""
+        await asyncio.sleep(max(0.0, command["at"] - time.time()))
+        try:
+            self.send(command)
+        except Exception as error:
+            emit("error", op="send", error=f"{type(error).__name__}: {error}")
+
     def send(self, command: dict[str, Any]) -> None:
         method = {
             "message": self.agent.send_message,
@@ -134,10 +144,11 @@ class PeerProcess:
             "signal": self.agent.send_signal,
         }[command.get("kind", "message")]
         options = {k: command[k] for k in ("if_active", "if_idle") if k in command}
+        sent = time.time()
         receipt = method(command["message"], **command["target"], **options)
-        self.spawn(self.report(command.get("tag"), receipt, command.get("stream", False)))
+        self.spawn(self.report(command.get("tag"), receipt, command.get("stream", False), sent))
 
-    async def report(self, tag: Any, receipt: Any, stream: bool) -> None:
+    async def report(self, tag: Any, receipt: Any, stream: bool, sent: float) -> None:
         try:
             decision = await receipt.accepted
         except Exception as error:
@@ -149,6 +160,7 @@ class PeerProcess:
             action=decision["action"],
             run_id=decision.get("run_id"),
             signal_id=receipt.signal.id,
+            t_sent=sent,
             t=time.time(),
         )
         output = decision.get("output")
