@@ -357,6 +357,22 @@ class Agent:
             start_woken_run(self, thread_id, resource_id, run_id, {}), name=f"queued run {run_id}"
         )
 
+    def local_runs(self) -> list[AgentOutput]:
+        """The outputs of this agent's runs that live in this process and are not done."""
+        return [run.output for run in self._runs.values() if not run.output.done()]
+
+    async def wait_for_local_runs(self) -> None:
+        """Wait until this process runs nothing for this agent (a queued message's run may
+        start here when the one before it ends: that one is waited for too)."""
+        while True:
+            starting = [task for task in self._background if not task.done()]
+            if starting:
+                await asyncio.gather(*starting, return_exceptions=True)
+            outputs = self.local_runs()
+            if not outputs:
+                return
+            await asyncio.gather(*(o.result() for o in outputs), return_exceptions=True)
+
     async def close(self) -> None:
         """Stop background work (dispatcher) and wait for this agent's runs to end."""
         from tui_agent.notifications.dispatcher import stop_dispatcher

@@ -27,7 +27,7 @@ from tui_agent.agent.result import (
 )
 from tui_agent.errors import ProcessorError
 from tui_agent.models.base import ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
-from tui_agent.store.sqlite import EventIn, MessageIn
+from tui_agent.store.sqlite import EventIn, MessageIn, echo_source
 from tui_agent.tools import Tool, ToolContext, ToolInputError
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ class Run:
         )
         for signal in taken:
             self.messages.append(signal["message"])
-            source = "USER" if signal["type"] == "user" else "SYSTEM"
+            source = echo_source(signal["type"])
             self.output.push(
                 {
                     "type": "data-user-message" if signal["type"] == "user" else "data-signal",

@@ -138,12 +138,12 @@ class Chat:
         return line
 
     async def _shutdown(self, pump: asyncio.Task[None]) -> None:
-        local = [run for run in self.agent._runs.values() if not run.output.done()]
-        for run in local:  # a run of this process cannot outlive it: stop it cleanly
-            run.abort_event.set()
-        for run in local:
+        local = self.agent.local_runs()
+        for output in local:  # a run of this process cannot outlive it: stop it cleanly
+            output.abort()
+        for output in local:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(run.output.result(), 5.0)
+                await asyncio.wait_for(output.result(), 5.0)
         self.sub.unsubscribe()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(pump, 1.0)

@@ -80,12 +80,12 @@ async def _drain_local_runs(agent: Any, *, quiet: bool) -> None:
     """A queued message's run may have been started here when ours ended: see it through."""
     while True:
         starting = [task for task in agent._background if not task.done()]
-        if starting:
+        if starting:  # routing tasks that may be starting a run here
             await asyncio.gather(*starting, return_exceptions=True)
-        runs = [run for run in agent._runs.values() if not run.output.done()]
-        if not runs:
+        outputs = agent.local_runs()
+        if not outputs:
             return
-        for run in runs:
+        for output in outputs:
             if not quiet:
-                make_console(sys.stderr).print(f"[dim]running queued run {run.run_id}[/dim]")
-            await _drive(agent, run.output, quiet=quiet)
+                make_console(sys.stderr).print(f"[dim]running queued run {output.run_id}[/dim]")
+            await _drive(agent, output, quiet=quiet)

@@ -576,12 +576,18 @@ class SqliteStore:
     ) -> FinishOutcome:
         """End the run and release the lease, atomically with its last messages and events —
         unless signals arrived for it meanwhile (then nothing is written: the run continues).
-        ``force`` (abort, failure) ends it regardless. A queued message then starts the next
-        run under the same lease."""
+        ``force`` (abort, failure) ends it regardless; signals still pending then are kept in
+        the thread's history as persisted (echoed before the run's last event), so nothing that
+        was accepted is left in limbo. A queued message then starts the next run under the
+        same lease."""
+        events = list(events)
         async with self.transaction() as db:
             if not force and await self._count_pending_in(db, thread_id):
                 return FinishOutcome(finished=False)
-            await self._append_in(db, thread_id, resource_id, list(messages), list(events))
+            await self._append_in(db, thread_id, resource_id, list(messages), events[:-1])
+            if force:
+                await self._persist_pending_in(db, thread_id, resource_id, run_id)
+            await self._append_in(db, thread_id, resource_id, [], events[-1:])
             await db.execute(
                 "UPDATE runs SET status=?, finish_reason=?, error=?, ended_at=? WHERE id=?",
                 (status, finish_reason, error, time.time(), run_id),
@@ -593,6 +599,36 @@ class SqliteStore:
                 )
         self._notify(thread_id)
         return FinishOutcome(finished=True, next_run_id=next_run_id)
+
+    async def _persist_pending_in(
+        self, db: Any, thread_id: str, resource_id: str, run_id: str
+    ) -> None:
+        rows = await db.execute_fetchall(
+            "SELECT id, type, message, data FROM signals WHERE thread_id=? AND"
+            " status='pending' ORDER BY seq",
+            (thread_id,),
+        )
+        if not rows:
+            return
+        await db.execute(
+            "UPDATE signals SET status='persisted', run_id=? WHERE thread_id=? AND"
+            " status='pending'",
+            (run_id, thread_id),
+        )
+        signals = [
+            {"id": sid, "type": type_, "message": loads(message), "data": loads(data)}
+            for sid, type_, message, data in rows
+        ]
+        await self._append_in(
+            db,
+            thread_id,
+            resource_id,
+            [signal_message(s, run_id) for s in signals],
+            [
+                EventIn(echo_type(s["type"]), s["data"], run_id, echo_source(s["type"]))
+                for s in signals
+            ],
+        )
 
     async def _start_next_queued_in(self, db: Any, thread_id: str, owner: str) -> str | None:
         rows = await db.execute_fetchall(
@@ -741,7 +777,7 @@ class SqliteStore:
             {"id": signal.id, "type": signal.type, "message": signal.message, "data": signal.data},
             run_id,
         )
-        events = [EventIn(echo_type(signal.type), signal.data, run_id, source="USER")]
+        events = [EventIn(echo_type(signal.type), signal.data, run_id, echo_source(signal.type))]
         if tiny_run:
             events.insert(0, EventIn("start", {"persisted": True}, run_id))
             events.append(EventIn("finish", {"finish_reason": "stop", "persisted": True}, run_id))
@@ -784,7 +820,10 @@ class SqliteStore:
                     thread_id,
                     resource_id,
                     [signal_message(s, run_id) for s in taken],
-                    [EventIn(echo_type(s["type"]), s["data"], run_id, "USER") for s in taken],
+                    [
+                        EventIn(echo_type(s["type"]), s["data"], run_id, echo_source(s["type"]))
+                        for s in taken
+                    ],
                 )
         if taken or messages_before or events_before:
             self._notify(thread_id)
@@ -813,6 +852,11 @@ def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
             "signal": signal["data"],
         },
     )
+
+
+def echo_source(signal_type: str) -> str:
+    """The ``from`` of a signal's echo: people send user messages, the rest is the system's."""
+    return "USER" if signal_type == "user" else "SYSTEM"
 
 
 def echo_type(signal_type: str) -> str:
