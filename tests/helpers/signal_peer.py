@@ -206,6 +206,7 @@ class Peer:
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.seen: list[dict[str, Any]] = []  # every event read, in order
         self.backlog: list[dict[str, Any]] = []  # read but not yet taken by expect()
+        self._stderr: str | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -254,10 +255,13 @@ class Peer:
                 return out
 
     def stderr(self) -> str:
+        """The end of the process's stderr, once it has exited."""
         if self.proc.poll() is None:
             return "(still running)"
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read()[-2000:]
+        if self._stderr is None:
+            assert self.proc.stderr is not None
+            self._stderr = self.proc.stderr.read()[-2000:]
+        return self._stderr
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -267,6 +271,7 @@ class Peer:
             except (BrokenPipeError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+        self.stderr()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
