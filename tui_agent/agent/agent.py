@@ -221,34 +221,30 @@ class Agent:
 
     # -- processors and scorers (called by the run) -------------------------------------------
 
-    async def _process_input(self, messages: list[dict[str, Any]], run: Run) -> list[Any]:
-        for processor in self.input_processors:
-            method = getattr(processor, "process_input", None)
-            if method is not None:
-                changed = await maybe_await(
-                    method(messages, self._processor_context(processor, run))
-                )
-                if changed is not None:
-                    messages = changed
-        return messages
+    async def _process_input(self, messages: list[Any], run: Run) -> list[Any]:
+        return await self._apply_processors(self.input_processors, "process_input", messages, run)
 
     async def _process_output_chunk(self, text: str, run: Run) -> str:
-        for processor in self.output_processors:
-            method = getattr(processor, "process_output_stream", None)
-            if method is not None:
-                changed = await maybe_await(method(text, self._processor_context(processor, run)))
-                if changed is not None:
-                    text = changed
-        return text
+        return await self._apply_processors(
+            self.output_processors, "process_output_stream", text, run
+        )
 
     async def _process_output(self, text: str, run: Run) -> str:
-        for processor in self.output_processors:
-            method = getattr(processor, "process_output_result", None)
+        return await self._apply_processors(
+            self.output_processors, "process_output_result", text, run
+        )
+
+    async def _apply_processors(
+        self, processors: list[Any], method_name: str, value: Any, run: Run
+    ) -> Any:
+        """Each processor that has ``method_name`` may replace the value (None: unchanged)."""
+        for processor in processors:
+            method = getattr(processor, method_name, None)
             if method is not None:
-                changed = await maybe_await(method(text, self._processor_context(processor, run)))
+                changed = await maybe_await(method(value, self._processor_context(processor, run)))
                 if changed is not None:
-                    text = changed
-        return text
+                    value = changed
+        return value
 
     def _processor_context(self, processor: Any, run: Run) -> ProcessorContext:
         return ProcessorContext(

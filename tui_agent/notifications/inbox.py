@@ -29,14 +29,13 @@ from tui_agent.notifications.records import (
     fetch_record,
     row_to_record,
 )
-from tui_agent.signals import check_attributes, parse_if_idle, parse_target
+from tui_agent.signals import check_attributes, parse_if_idle, parse_target, unknown_keys_error
 from tui_agent.store.sqlite import dumps, new_id
 
 _KEYS = frozenset({
     "source", "kind", "summary", "priority", "payload", "dedupe_key", "coalesce_key",
     "attributes", "metadata",
 })
-_CAMEL = {"dedupeKey": "dedupe_key", "coalesceKey": "coalesce_key"}
 _RESERVED_ATTRIBUTES = ("id", "source", "kind", "priority")
 
 
@@ -146,14 +145,8 @@ def validate_notification(raw: Any) -> dict[str, Any]:
     """The notification's fields, checked; a clear SignalError names the first problem."""
     if not isinstance(raw, Mapping):
         raise SignalError(f"notification must be a dict, got {type(raw).__name__}")
-    extra = set(raw) - _KEYS
-    if extra:
-        hints = [f"{k!r} → {_CAMEL[k]!r}" for k in sorted(extra) if k in _CAMEL]
-        hint = f" (names are snake_case: {', '.join(hints)})" if hints else ""
-        raise SignalError(
-            f"unknown key(s) {', '.join(map(repr, sorted(extra)))} in notification; "
-            f"allowed: {', '.join(sorted(_KEYS))}{hint}"
-        )
+    if set(raw) - _KEYS:
+        raise unknown_keys_error(set(raw) - _KEYS, _KEYS, "notification")
     priority = raw.get("priority", "medium")
     if priority not in PRIORITIES:
         raise SignalError(

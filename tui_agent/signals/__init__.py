@@ -22,6 +22,7 @@ from tui_agent.signals.model import (
     parse_if_idle,
     parse_target,
     signal_text,
+    unknown_keys_error,
 )
 from tui_agent.signals.render import (
     attribute_str,
@@ -76,4 +77,5 @@ __all__ = [
     "render_signal",
     "signal_text",
     "to_model_message",
+    "unknown_keys_error",
 ]

@@ -51,14 +51,6 @@ _MESSAGE_KEYS = frozenset({"contents", "attributes", "metadata", "provider_optio
 _SIGNAL_KEYS = _MESSAGE_KEYS | {"type", "tag_name"}
 _TEXT_PART_KEYS = frozenset({"type", "text", "provider_options"})
 _FILE_PART_KEYS = frozenset({"type", "data", "url", "media_type", "filename", "provider_options"})
-_CAMEL_HINTS = {
-    "tagName": "tag_name",
-    "providerOptions": "provider_options",
-    "mediaType": "media_type",
-    "streamOptions": "stream_options",
-    "ifActive": "if_active",
-    "ifIdle": "if_idle",
-}
 
 
 # -- names, attributes, contents ------------------------------------------------------------------
@@ -115,9 +107,17 @@ def check_attributes(attributes: Any, what: str = "attributes") -> dict[str, Any
     return out
 
 
-def _unknown_keys_error(keys: set[str], allowed: frozenset[str], what: str) -> SignalError:
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def unknown_keys_error(
+    keys: set[str], allowed: frozenset[str] | set[str], what: str
+) -> SignalError:
+    """An error naming the unknown keys, the allowed ones, and the snake_case spelling of a
+    camelCase key from the reference (``tagName`` → ``tag_name``)."""
     bad = sorted(keys)
-    hints = [f"{k!r} → {_CAMEL_HINTS[k]!r}" for k in bad if _CAMEL_HINTS.get(k) in allowed]
+    hints = [f"{k!r} → {_snake_case(k)!r}" for k in bad if _snake_case(k) in allowed]
     hint = f" (names are snake_case: {', '.join(hints)})" if hints else ""
     return SignalError(
         f"unknown key(s) {', '.join(map(repr, bad))} in {what}; "
@@ -131,7 +131,7 @@ def _check_part(part: Any, where: str) -> dict[str, Any]:
     kind = part.get("type")
     if kind == "text":
         if set(part) - _TEXT_PART_KEYS:
-            raise _unknown_keys_error(set(part) - _TEXT_PART_KEYS, _TEXT_PART_KEYS, where)
+            raise unknown_keys_error(set(part) - _TEXT_PART_KEYS, _TEXT_PART_KEYS, where)
         if not isinstance(part.get("text"), str):
             raise SignalError(f"{where} is a text part and needs 'text' as a string")
         return dict(part)
@@ -142,7 +142,7 @@ def _check_part(part: Any, where: str) -> dict[str, Any]:
 
 def _check_file_part(part: Mapping[str, Any], where: str) -> dict[str, Any]:
     if set(part) - _FILE_PART_KEYS:
-        raise _unknown_keys_error(set(part) - _FILE_PART_KEYS, _FILE_PART_KEYS, where)
+        raise unknown_keys_error(set(part) - _FILE_PART_KEYS, _FILE_PART_KEYS, where)
     has_data, has_url = part.get("data") is not None, part.get("url") is not None
     if has_data == has_url:
         raise SignalError(f"{where} is a file part and needs exactly one of 'data' or 'url'")
@@ -281,7 +281,7 @@ def normalize_message(message: Any) -> Signal:
         if keys - _MESSAGE_KEYS:
             extra = keys - _MESSAGE_KEYS
             hint = " (use send_signal for typed signals)" if extra & {"type", "tag_name"} else ""
-            err = _unknown_keys_error(extra, _MESSAGE_KEYS, "message")
+            err = unknown_keys_error(extra, _MESSAGE_KEYS, "message")
             raise SignalError(f"{err}{hint}")
         if "contents" not in message:
             raise SignalError("message dict needs 'contents' (a string or a list of parts)")
@@ -332,7 +332,7 @@ def normalize_signal(signal: Any) -> Signal:
     if not isinstance(signal, Mapping):
         raise SignalError(f"signal must be a dict or a Signal, got {type(signal).__name__}")
     if set(signal) - _SIGNAL_KEYS:
-        raise _unknown_keys_error(set(signal) - _SIGNAL_KEYS, _SIGNAL_KEYS, "signal")
+        raise unknown_keys_error(set(signal) - _SIGNAL_KEYS, _SIGNAL_KEYS, "signal")
     if "type" not in signal:
         raise SignalError(f"signal needs a 'type' ({', '.join(SIGNAL_TYPES)})")
     if "contents" not in signal:
@@ -379,7 +379,7 @@ def _parse_branch(
         raise SignalError(f"{name} must be a dict or {model.__name__}, got {type(value).__name__}")
     allowed = frozenset(model.model_fields)
     if set(data) - allowed:
-        raise _unknown_keys_error(set(data) - allowed, allowed, name)
+        raise unknown_keys_error(set(data) - allowed, allowed, name)
     behavior = data.get("behavior")
     if behavior is not None and behavior not in behaviors:
         raise SignalError(

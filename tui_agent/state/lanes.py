@@ -22,6 +22,7 @@ from tui_agent.signals import (
     parse_if_active,
     parse_if_idle,
     parse_target,
+    unknown_keys_error,
 )
 from tui_agent.store.records import Record, to_datetime
 
@@ -31,7 +32,6 @@ _STATE_KEYS = frozenset(
     {"id", "cache_key", "contents", "mode", "value", "delta", "attributes", "metadata", "tag_name"}
 )
 _LANE_ATTRIBUTES = ("id", "version")  # set by the lane; the caller's attributes cannot replace them
-_CAMEL = {"cacheKey": "cache_key", "tagName": "tag_name"}
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -150,14 +150,8 @@ def _require_str(state: Mapping[str, Any], key: str) -> str:
 def _check_keys(state: Any) -> Mapping[str, Any]:
     if not isinstance(state, Mapping):
         raise SignalError(f"state signal must be a dict, got {type(state).__name__}")
-    extra = set(state) - _STATE_KEYS
-    if extra:
-        hints = [f"{k!r} → {_CAMEL[k]!r}" for k in sorted(extra) if k in _CAMEL]
-        hint = f" (names are snake_case: {', '.join(hints)})" if hints else ""
-        raise SignalError(
-            f"unknown key(s) {', '.join(map(repr, sorted(extra)))} in state signal; "
-            f"allowed: {', '.join(sorted(_STATE_KEYS))}{hint}"
-        )
+    if set(state) - _STATE_KEYS:
+        raise unknown_keys_error(set(state) - _STATE_KEYS, _STATE_KEYS, "state signal")
     return state
 
 
