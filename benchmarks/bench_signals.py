@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import sqlite3
 import subprocess
 import sys
@@ -141,6 +142,7 @@ def latency(tmp: Path, rounds: int) -> list[Row]:
 
 def _one_echo(sender: Peer, watcher: Peer, mode: str, thread: dict[str, str], i: int) -> float:
     text = f"{mode} {i}"
+    time.sleep(random.uniform(0, POLL_S))  # a random phase against the subscriber's poll
     if_idle = {"behavior": "persist"} if mode == "persist" else None
     sender.send("send", message=text, target=thread, if_idle=if_idle)
     accepted = sender.expect("accepted")
@@ -184,6 +186,7 @@ def raw_round_trip(path: Path, rounds: int) -> list[float]:
         reader.stdout.readline()
         samples = []
         for seq in range(1, rounds + 1):
+            time.sleep(random.uniform(0, POLL_S))  # a random phase against the reader's poll
             sent = time.time()
             db.execute("INSERT INTO events VALUES (?, ?)", (seq, sent))
             line = reader.stdout.readline().split()
