@@ -255,3 +255,24 @@ def test_a_killed_owner_leaves_an_interrupted_run_and_the_next_signal_wakes(
     assert woken["action"] == "wake" and woken["run_id"] != dead_run
     assert b.expect("model-call")["users"] == ["hello", "anyone there?"]
     assert b.expect("done")["text"] == "fresh start"
+
+
+def test_messages_pending_for_a_winner_that_died_before_its_first_call_are_not_lost(
+    start_peer: StartPeer, db: str
+) -> None:
+    a = start_peer(name="A", ttl=1.0, gate_resolve=True)  # wins, then dies before any claim
+    b = start_peer(name="B", ttl=1.0, reply="recovered")
+    ready(a, b)
+    b.send("subscribe", sub="s", target=THREAD)
+    b.expect("sub-ready")
+    a.send("send", message="from A", target=THREAD)
+    a.expect("resolving")
+    b.send("send", message="from B", target=THREAD)
+    dead_run = b.expect("accepted")["run_id"]  # delivered to A's run
+    os.kill(a.proc.pid, signal.SIGKILL)
+    a.proc.wait()
+    b.chunks("s", lambda ch: ch["type"] == "interrupted" and ch["run_id"] == dead_run)
+    b.send("send", message="again", target=THREAD)
+    assert b.expect("accepted")["action"] == "wake"
+    assert b.expect("model-call")["users"] == ["from A", "from B", "again"]
+    assert b.expect("done")["text"] == "recovered"
