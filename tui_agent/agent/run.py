@@ -81,6 +81,7 @@ class Run:
         self._log: list[EventIn] = []
         self._partial = ""
         self._flusher: asyncio.Task[None] | None = None
+        self._flush_waiting = False
         self._tool_context = ToolContext(
             agent=agent,
             run_id=self.run_id,
@@ -96,11 +97,23 @@ class Run:
         if self.memory is not None:
             self._log.append(EventIn(type_, payload, self.run_id, source))
             if self._flusher is None or self._flusher.done():
+                self._flush_waiting = True
                 self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
         await asyncio.sleep(LOG_FLUSH_S)
+        self._flush_waiting = False  # from here on it writes: let it finish, never cancel
         await self._flush()
+
+    async def _settle_flusher(self) -> None:
+        """At the end of a run: a flush still waiting is dropped (the run's last write takes
+        the log), one already writing is awaited so no write outlives the run."""
+        flusher = self._flusher
+        if flusher is None or flusher.done():
+            return
+        if self._flush_waiting:
+            flusher.cancel()
+        await asyncio.gather(flusher, return_exceptions=True)
 
     def _take_log(self) -> list[EventIn]:
         events, self._log = _merge_text_deltas(self._log), []
@@ -482,8 +495,10 @@ class Run:
             return None
         assert self.thread_id and self.resource_id
         final_type = {"finished": "finish", "aborted": "abort", "failed": "error"}[status]
-        events = [*self._take_log(), EventIn(final_type, payload, self.run_id)]
-        return await self.memory.store.finish_run(
+        await self._settle_flusher()
+        pending = self._take_log()
+        events = [*pending, EventIn(final_type, payload, self.run_id)]
+        outcome = await self.memory.store.finish_run(
             self.thread_id,
             self.resource_id,
             self.run_id,
@@ -495,6 +510,9 @@ class Run:
             events=events,
             force=force,
         )
+        if not outcome.finished:
+            self._log[:0] = pending  # the run goes on: nothing was written, keep its events
+        return outcome
 
     async def _finish(self, finish_reason: str) -> GenerateResult:
         result = self.result(finish_reason)

@@ -12,19 +12,17 @@ table is read) and then reading the event log past their cursor.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sqlite3
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tui_agent.errors import StoreError
 from tui_agent.paths import default_db_path
+from tui_agent.store import txn
 from tui_agent.store.records import (
     ActiveRun,
     MessageRecord,
@@ -33,62 +31,36 @@ from tui_agent.store.records import (
     to_datetime,
 )
 from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
+from tui_agent.store.txn import (
+    EventIn,
+    FinishOutcome,
+    MessageIn,
+    RouteResult,
+    SignalIn,
+    dumps,
+    echo_source,
+    echo_type,
+    loads,
+    new_id,
+)
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000
 
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
-
-
-def loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex
-
-
-@dataclass(slots=True)
-class EventIn:
-    """An event to append to a thread's log. ``type`` is the chunk type a reader sees."""
-
-    type: str
-    payload: Any = None
-    run_id: str | None = None
-    source: str = "AGENT"
-
-
-@dataclass(slots=True)
-class MessageIn:
-    role: str
-    content: Any
-    run_id: str | None = None
-    id: str = field(default_factory=new_id)
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class SignalIn:
-    """A signal as routed: ``message`` is the model-facing message (already rendered with the
-    attributes of the branch taken); ``data`` is the signal itself, echoed to subscribers."""
-
-    id: str
-    type: str
-    message: dict[str, Any]
-    data: dict[str, Any]
-
-
-@dataclass(slots=True)
-class RouteResult:
-    action: str  # wake | deliver | persist | discard
-    run_id: str | None = None
-
-
-@dataclass(slots=True)
-class FinishOutcome:
-    finished: bool  # False: signals arrived meanwhile, the run must continue
-    next_run_id: str | None = None  # a queued message starts this run (lease kept)
+__all__ = [
+    "EventIn",
+    "FinishOutcome",
+    "MessageIn",
+    "RouteResult",
+    "SignalIn",
+    "SqliteStore",
+    "dumps",
+    "echo_source",
+    "echo_type",
+    "loads",
+    "new_id",
+]
 
 
 def event_chunk(row: Sequence[Any]) -> dict[str, Any]:
@@ -186,6 +158,17 @@ class SqliteStore:
                 raise
             await db.execute("COMMIT")
 
+    async def write(self, body: Callable[..., T], *args: Any) -> T:
+        """Run ``body(conn, *args)`` (a function of ``tui_agent.store.txn``) as one
+        ``BEGIN IMMEDIATE`` transaction, whole, in the connection's worker thread: one round
+        trip from the event loop instead of one per statement."""
+        db = await self._conn()
+        assert self._write_lock is not None
+        async with self._write_lock:
+            # aiosqlite runs any function on its thread with _execute; the raw connection is
+            # only ever touched from that thread.
+            return await db._execute(txn.in_transaction, db._conn, body, *args)
+
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         db = await self._conn()
         return list(await db.execute_fetchall(sql, params))
@@ -231,61 +214,15 @@ class SqliteStore:
     ) -> ThreadRecord:
         """Create the thread, or update the title/metadata given. A thread belongs to one
         resource: asking for it under another is an error."""
-        async with self.transaction() as db:
-            await self._ensure_thread_in(db, thread_id, resource_id, title, metadata)
+        await self.write(txn.ensure_thread, thread_id, resource_id, title, metadata)
         thread = await self.get_thread(thread_id)
         assert thread is not None
         return thread
 
-    async def _ensure_thread_in(
-        self,
-        db: Any,
-        thread_id: str,
-        resource_id: str,
-        title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> None:
-        now = time.time()
-        rows = await db.execute_fetchall("SELECT resource_id FROM threads WHERE id=?", (thread_id,))
-        if not rows:
-            await db.execute(
-                "INSERT INTO threads(id, resource_id, title, metadata, created_at, updated_at)"
-                " VALUES (?,?,?,?,?,?)",
-                (thread_id, resource_id, title, dumps(metadata or {}), now, now),
-            )
-            return
-        if rows[0][0] != resource_id:
-            raise StoreError(
-                f"thread {thread_id!r} belongs to resource {rows[0][0]!r}, not {resource_id!r}"
-            )
-        if title is not None or metadata is not None:
-            await self._update_thread_in(db, thread_id, title, metadata, now)
-
-    async def _update_thread_in(
-        self,
-        db: Any,
-        thread_id: str,
-        title: str | None,
-        metadata: dict[str, Any] | None,
-        now: float,
-    ) -> None:
-        sets, params = ["updated_at=?"], [now]
-        if title is not None:
-            sets.append("title=?")
-            params.append(title)
-        if metadata is not None:
-            sets.append("metadata=?")
-            params.append(dumps(metadata))
-        await db.execute(f"UPDATE threads SET {', '.join(sets)} WHERE id=?", (*params, thread_id))
-
     async def update_thread(
         self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> ThreadRecord:
-        async with self.transaction() as db:
-            cursor = await db.execute("SELECT 1 FROM threads WHERE id=?", (thread_id,))
-            if await cursor.fetchone() is None:
-                raise StoreError(f"no thread {thread_id!r}")
-            await self._update_thread_in(db, thread_id, title, metadata, time.time())
+        await self.write(txn.update_thread, thread_id, title, metadata)
         thread = await self.get_thread(thread_id)
         assert thread is not None
         return thread
@@ -318,49 +255,11 @@ class SqliteStore:
         events: Iterable[EventIn] = (),
     ) -> None:
         """Append messages and events to a thread in one transaction."""
-        async with self.transaction() as db:
-            await self._append_in(db, thread_id, resource_id, list(messages), list(events))
+        await self.write(txn.append, thread_id, resource_id, list(messages), list(events))
         self._notify(thread_id)
-
-    async def _append_in(
-        self,
-        db: Any,
-        thread_id: str,
-        resource_id: str,
-        messages: list[MessageIn],
-        events: list[EventIn],
-    ) -> None:
-        now = time.time()
-        if messages:
-            await db.executemany(
-                "INSERT INTO messages(id, thread_id, resource_id, role, content, run_id,"
-                " metadata, created_at) VALUES (?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        m.id,
-                        thread_id,
-                        resource_id,
-                        m.role,
-                        dumps(m.content),
-                        m.run_id,
-                        dumps(m.metadata),
-                        now,
-                    )
-                    for m in messages
-                ],
-            )
-            await db.execute("UPDATE threads SET updated_at=? WHERE id=?", (now, thread_id))
-        if events:
-            await db.executemany(
-                "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
-                " VALUES (?,?,?,?,?,?)",
-                [(thread_id, e.run_id, e.type, e.source, dumps(e.payload), now) for e in events],
-            )
 
     async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
-        async with self.transaction() as db:
-            await self._append_in(db, thread_id, "", [], list(events))
-        self._notify(thread_id)
+        await self.append(thread_id, "", events=events)
 
     async def list_messages(
         self, thread_id: str, *, limit: int = 50, before: str | None = None
@@ -444,87 +343,17 @@ class SqliteStore:
         metadata: dict[str, Any] | None = None,
     ) -> bool:
         """Take the thread's lease for a new run (False if another live run holds it)."""
-        async with self.transaction() as db:
-            await self._ensure_thread_in(db, thread_id, resource_id, title, metadata)
-            if await self._live_lease_in(db, thread_id) is not None:
-                return False
-            await self._begin_run_in(db, thread_id, resource_id, run_id, owner, ttl_s, agent_id)
+        started = await self.write(
+            txn.start_run, thread_id, resource_id, run_id, owner, ttl_s, agent_id, title, metadata
+        )
         self._notify(thread_id)
-        return True
-
-    async def _live_lease_in(self, db: Any, thread_id: str) -> tuple[str, str] | None:
-        """(run_id, owner) of the live lease; an expired lease is reaped on the way."""
-        rows = await db.execute_fetchall(
-            "SELECT run_id, owner, expires_at FROM leases WHERE thread_id=?", (thread_id,)
-        )
-        if not rows:
-            return None
-        run_id, owner, expires_at = rows[0]
-        if expires_at > time.time():
-            return run_id, owner
-        await self._interrupt_in(db, thread_id, run_id)
-        return None
-
-    async def _interrupt_in(self, db: Any, thread_id: str, run_id: str) -> None:
-        """The owner of ``run_id`` stopped renewing its lease (it died): end the run."""
-        now = time.time()
-        await db.execute("DELETE FROM leases WHERE thread_id=?", (thread_id,))
-        await db.execute(
-            "UPDATE runs SET status='interrupted', finish_reason='interrupted', ended_at=?"
-            " WHERE id=? AND status='running'",
-            (now, run_id),
-        )
-        payload = {"reason": "interrupted", "detail": "the run's owner stopped renewing its lease"}
-        await db.execute(
-            "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
-            " VALUES (?,?,?,?,?,?)",
-            (thread_id, run_id, "interrupted", "AGENT", dumps(payload), now),
-        )
-
-    async def _begin_run_in(
-        self,
-        db: Any,
-        thread_id: str,
-        resource_id: str,
-        run_id: str,
-        owner: str,
-        ttl_s: float,
-        agent_id: str | None,
-    ) -> None:
-        now = time.time()
-        await db.execute(
-            "INSERT INTO leases(thread_id, run_id, owner, expires_at, abort_requested)"
-            " VALUES (?,?,?,?,0)"
-            " ON CONFLICT(thread_id) DO UPDATE SET run_id=excluded.run_id, owner=excluded.owner,"
-            " expires_at=excluded.expires_at, abort_requested=0",
-            (thread_id, run_id, owner, now + ttl_s),
-        )
-        cursor = await db.execute(
-            "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
-            " VALUES (?,?,?,?,?,?)",
-            (thread_id, run_id, "start", "AGENT", dumps({"agent_id": agent_id}), now),
-        )
-        await db.execute(
-            "INSERT INTO runs(id, thread_id, resource_id, agent_id, owner, status, start_seq,"
-            " started_at) VALUES (?,?,?,?,?,'running',?,?)",
-            (run_id, thread_id, resource_id, agent_id, owner, cursor.lastrowid, now),
-        )
+        return started
 
     async def renew_lease(
         self, thread_id: str, run_id: str, owner: str, ttl_s: float
     ) -> tuple[bool, bool]:
         """Extend our lease. Returns (still ours, abort requested)."""
-        async with self.transaction() as db:
-            cursor = await db.execute(
-                "UPDATE leases SET expires_at=? WHERE thread_id=? AND run_id=? AND owner=?",
-                (time.time() + ttl_s, thread_id, run_id, owner),
-            )
-            if cursor.rowcount == 0:
-                return False, False
-            rows = await db.execute_fetchall(
-                "SELECT abort_requested FROM leases WHERE thread_id=?", (thread_id,)
-            )
-        return True, bool(rows[0][0])
+        return await self.write(txn.renew_lease, thread_id, run_id, owner, ttl_s)
 
     async def abort_requested(self, thread_id: str, run_id: str) -> bool:
         row = await self.fetchone(
@@ -550,15 +379,10 @@ class SqliteStore:
         row = await self.fetchone("SELECT expires_at FROM leases WHERE thread_id=?", (thread_id,))
         if row is None or row[0] > time.time():
             return False
-        async with self.transaction() as db:
-            rows = await db.execute_fetchall(
-                "SELECT run_id, expires_at FROM leases WHERE thread_id=?", (thread_id,)
-            )
-            if not rows or rows[0][1] > time.time():
-                return False  # renewed, or reaped by someone else, meanwhile
-            await self._interrupt_in(db, thread_id, rows[0][0])
-        self._notify(thread_id)
-        return True
+        reaped = await self.write(txn.reap_expired, thread_id)
+        if reaped:
+            self._notify(thread_id)
+        return reaped
 
     async def finish_run(
         self,
@@ -580,83 +404,22 @@ class SqliteStore:
         the thread's history as persisted (echoed before the run's last event), so nothing that
         was accepted is left in limbo. A queued message then starts the next run under the
         same lease."""
-        events = list(events)
-        async with self.transaction() as db:
-            if not force and await self._count_pending_in(db, thread_id):
-                return FinishOutcome(finished=False)
-            await self._append_in(db, thread_id, resource_id, list(messages), events[:-1])
-            if force:
-                await self._persist_pending_in(db, thread_id, resource_id, run_id)
-            await self._append_in(db, thread_id, resource_id, [], events[-1:])
-            await db.execute(
-                "UPDATE runs SET status=?, finish_reason=?, error=?, ended_at=? WHERE id=?",
-                (status, finish_reason, error, time.time(), run_id),
-            )
-            next_run_id = await self._start_next_queued_in(db, thread_id, owner)
-            if next_run_id is None:
-                await db.execute(
-                    "DELETE FROM leases WHERE thread_id=? AND run_id=?", (thread_id, run_id)
-                )
-        self._notify(thread_id)
-        return FinishOutcome(finished=True, next_run_id=next_run_id)
-
-    async def _persist_pending_in(
-        self, db: Any, thread_id: str, resource_id: str, run_id: str
-    ) -> None:
-        rows = await db.execute_fetchall(
-            "SELECT id, type, message, data FROM signals WHERE thread_id=? AND"
-            " status='pending' ORDER BY seq",
-            (thread_id,),
-        )
-        if not rows:
-            return
-        await db.execute(
-            "UPDATE signals SET status='persisted', run_id=? WHERE thread_id=? AND"
-            " status='pending'",
-            (run_id, thread_id),
-        )
-        signals = [
-            {"id": sid, "type": type_, "message": loads(message), "data": loads(data)}
-            for sid, type_, message, data in rows
-        ]
-        await self._append_in(
-            db,
+        outcome = await self.write(
+            txn.finish_run,
             thread_id,
             resource_id,
-            [signal_message(s, run_id) for s in signals],
-            [
-                EventIn(echo_type(s["type"]), s["data"], run_id, echo_source(s["type"]))
-                for s in signals
-            ],
+            run_id,
+            owner,
+            status,
+            finish_reason,
+            error,
+            list(messages),
+            list(events),
+            force,
         )
-
-    async def _start_next_queued_in(self, db: Any, thread_id: str, owner: str) -> str | None:
-        rows = await db.execute_fetchall(
-            "SELECT id, run_id, resource_id FROM signals WHERE thread_id=? AND status='queued'"
-            " ORDER BY seq LIMIT 1",
-            (thread_id,),
-        )
-        if not rows:
-            return None
-        signal_id, run_id, resource_id = rows[0]
-        ttl = await self._lease_ttl_in(db, thread_id)
-        await db.execute("UPDATE signals SET status='pending' WHERE id=?", (signal_id,))
-        await self._begin_run_in(db, thread_id, resource_id, run_id, owner, ttl, None)
-        return run_id
-
-    async def _lease_ttl_in(self, db: Any, thread_id: str) -> float:
-        rows = await db.execute_fetchall(
-            "SELECT expires_at FROM leases WHERE thread_id=?", (thread_id,)
-        )
-        return max(1.0, rows[0][0] - time.time()) if rows else 15.0
-
-    # -- signals ------------------------------------------------------------------------------
-
-    async def _count_pending_in(self, db: Any, thread_id: str) -> int:
-        rows = await db.execute_fetchall(
-            "SELECT COUNT(*) FROM signals WHERE thread_id=? AND status='pending'", (thread_id,)
-        )
-        return int(rows[0][0])
+        if outcome.finished:
+            self._notify(thread_id)
+        return outcome
 
     async def route_signal(
         self,
@@ -681,107 +444,22 @@ class SqliteStore:
 
         ``echo_when_idle`` is the signal as rendered for the idle branch (attributes differ).
         """
-        async with self.transaction() as db:
-            live = await self._live_lease_in(db, thread_id)
-            if live is not None:
-                result = await self._route_active_in(
-                    db, thread_id, resource_id, signal, if_active, queue, live[0]
-                )
-            else:
-                idle_signal = echo_when_idle or signal
-                result = await self._route_idle_in(
-                    db, thread_id, resource_id, idle_signal, if_idle, owner, ttl_s, agent_id
-                )
+        result = await self.write(
+            txn.route_signal,
+            thread_id,
+            resource_id,
+            signal,
+            echo_when_idle or signal,
+            if_active,
+            if_idle,
+            queue,
+            owner,
+            ttl_s,
+            agent_id,
+        )
         if result.action != "discard":
             self._notify(thread_id)
         return result
-
-    async def _route_active_in(
-        self,
-        db: Any,
-        thread_id: str,
-        resource_id: str,
-        signal: SignalIn,
-        behavior: str,
-        queue: bool,
-        live_run_id: str,
-    ) -> RouteResult:
-        if queue:
-            run_id = new_id()
-            await self._insert_signal_in(db, thread_id, resource_id, signal, "queued", run_id)
-            return RouteResult("deliver", run_id)
-        if behavior == "deliver":
-            await self._insert_signal_in(db, thread_id, resource_id, signal, "pending", live_run_id)
-            return RouteResult("deliver", live_run_id)
-        if behavior == "persist":
-            await self._persist_in(db, thread_id, resource_id, signal, tiny_run=False)
-            return RouteResult("persist")
-        return RouteResult("discard")
-
-    async def _route_idle_in(
-        self,
-        db: Any,
-        thread_id: str,
-        resource_id: str,
-        signal: SignalIn,
-        behavior: str,
-        owner: str,
-        ttl_s: float,
-        agent_id: str | None,
-    ) -> RouteResult:
-        if behavior == "wake":
-            await self._ensure_thread_in(db, thread_id, resource_id)
-            run_id = new_id()
-            await self._begin_run_in(db, thread_id, resource_id, run_id, owner, ttl_s, agent_id)
-            await self._insert_signal_in(db, thread_id, resource_id, signal, "pending", run_id)
-            return RouteResult("wake", run_id)
-        if behavior == "persist":
-            await self._ensure_thread_in(db, thread_id, resource_id)
-            await self._persist_in(db, thread_id, resource_id, signal, tiny_run=True)
-            return RouteResult("persist")
-        return RouteResult("discard")
-
-    async def _insert_signal_in(
-        self,
-        db: Any,
-        thread_id: str,
-        resource_id: str,
-        signal: SignalIn,
-        status: str,
-        run_id: str | None,
-    ) -> None:
-        await db.execute(
-            "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message, data,"
-            " created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                signal.id,
-                thread_id,
-                resource_id,
-                signal.type,
-                status,
-                run_id,
-                dumps(signal.message),
-                dumps(signal.data),
-                time.time(),
-            ),
-        )
-
-    async def _persist_in(
-        self, db: Any, thread_id: str, resource_id: str, signal: SignalIn, *, tiny_run: bool
-    ) -> None:
-        """Store the signal in history (no model call). On an idle thread subscribers see it as
-        a tiny run: start, the echo, finish."""
-        await self._insert_signal_in(db, thread_id, resource_id, signal, "persisted", None)
-        run_id = new_id() if tiny_run else None
-        message = signal_message(
-            {"id": signal.id, "type": signal.type, "message": signal.message, "data": signal.data},
-            run_id,
-        )
-        events = [EventIn(echo_type(signal.type), signal.data, run_id, echo_source(signal.type))]
-        if tiny_run:
-            events.insert(0, EventIn("start", {"persisted": True}, run_id))
-            events.append(EventIn("finish", {"finish_reason": "stop", "persisted": True}, run_id))
-        await self._append_in(db, thread_id, resource_id, [message], events)
 
     async def claim_signals(
         self,
@@ -796,35 +474,14 @@ class SqliteStore:
         becomes a stored user message and an echo in the log, after ``messages_before`` and
         ``events_before`` (the run's own output so far, so the log keeps the order the model
         saw). Returns ``[{"id", "type", "message", "data"}]``."""
-        async with self.transaction() as db:
-            await self._append_in(
-                db, thread_id, resource_id, list(messages_before), list(events_before)
-            )
-            rows = await db.execute_fetchall(
-                "SELECT id, type, message, data FROM signals WHERE thread_id=? AND"
-                " status='pending' ORDER BY seq",
-                (thread_id,),
-            )
-            taken = [
-                {"id": sid, "type": type_, "message": loads(message), "data": loads(data)}
-                for sid, type_, message, data in rows
-            ]
-            if taken:
-                await db.execute(
-                    "UPDATE signals SET status='delivered', run_id=?, delivered_at=?"
-                    " WHERE thread_id=? AND status='pending'",
-                    (run_id, time.time(), thread_id),
-                )
-                await self._append_in(
-                    db,
-                    thread_id,
-                    resource_id,
-                    [signal_message(s, run_id) for s in taken],
-                    [
-                        EventIn(echo_type(s["type"]), s["data"], run_id, echo_source(s["type"]))
-                        for s in taken
-                    ],
-                )
+        taken = await self.write(
+            txn.claim_signals,
+            thread_id,
+            resource_id,
+            run_id,
+            list(messages_before),
+            list(events_before),
+        )
         if taken or messages_before or events_before:
             self._notify(thread_id)
         return taken
@@ -838,29 +495,6 @@ class SqliteStore:
             "SELECT 1 FROM signals WHERE thread_id=? AND status='pending' LIMIT 1", (thread_id,)
         )
         return row is not None
-
-
-def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
-    """The stored user message of a delivered or persisted signal."""
-    return MessageIn(
-        role="user",
-        content=signal["message"].get("content"),
-        run_id=run_id,
-        metadata={
-            "signal_id": signal["id"],
-            "signal_type": signal["type"],
-            "signal": signal["data"],
-        },
-    )
-
-
-def echo_source(signal_type: str) -> str:
-    """The ``from`` of a signal's echo: people send user messages, the rest is the system's."""
-    return "USER" if signal_type == "user" else "SYSTEM"
-
-
-def echo_type(signal_type: str) -> str:
-    return "data-user-message" if signal_type == "user" else "data-signal"
 
 
 async def _enable_wal(db: Any) -> None:

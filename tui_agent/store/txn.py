@@ -1,0 +1,498 @@
+"""The store's write transactions, as plain functions on a ``sqlite3.Connection``.
+
+Each runs whole inside the connection's worker thread (see ``SqliteStore.write``): one round
+trip from the event loop per transaction instead of one per statement. They are called inside
+``BEGIN IMMEDIATE``, so every decision they take holds across processes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui_agent.errors import StoreError
+
+Conn = sqlite3.Connection
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(slots=True)
+class EventIn:
+    """An event to append to a thread's log. ``type`` is the chunk type a reader sees."""
+
+    type: str
+    payload: Any = None
+    run_id: str | None = None
+    source: str = "AGENT"
+
+
+@dataclass(slots=True)
+class MessageIn:
+    role: str
+    content: Any
+    run_id: str | None = None
+    id: str = field(default_factory=new_id)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SignalIn:
+    """A signal as routed: ``message`` is the model-facing message (already rendered with the
+    attributes of the branch taken); ``data`` is the signal itself, echoed to subscribers."""
+
+    id: str
+    type: str
+    message: dict[str, Any]
+    data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class RouteResult:
+    action: str  # wake | deliver | persist | discard
+    run_id: str | None = None
+
+
+@dataclass(slots=True)
+class FinishOutcome:
+    finished: bool  # False: signals arrived meanwhile, the run must continue
+    next_run_id: str | None = None  # a queued message starts this run (lease kept)
+
+
+def echo_source(signal_type: str) -> str:
+    """The ``from`` of a signal's echo: people send user messages, the rest is the system's."""
+    return "USER" if signal_type == "user" else "SYSTEM"
+
+
+def echo_type(signal_type: str) -> str:
+    return "data-user-message" if signal_type == "user" else "data-signal"
+
+
+def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
+    """The stored user message of a delivered or persisted signal."""
+    return MessageIn(
+        role="user",
+        content=signal["message"].get("content"),
+        run_id=run_id,
+        metadata={
+            "signal_id": signal["id"],
+            "signal_type": signal["type"],
+            "signal": signal["data"],
+        },
+    )
+
+
+def in_transaction(conn: Conn, body: Any, *args: Any) -> Any:
+    """Run ``body(conn, *args)`` inside ``BEGIN IMMEDIATE`` … ``COMMIT``."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = body(conn, *args)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+# -- threads, messages, events ----------------------------------------------------------------
+
+
+def ensure_thread(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    title: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> None:
+    """Create the thread, or update the title/metadata given. A thread belongs to one
+    resource: asking for it under another is an error."""
+    now = time.time()
+    row = conn.execute("SELECT resource_id FROM threads WHERE id=?", (thread_id,)).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO threads(id, resource_id, title, metadata, created_at, updated_at)"
+            " VALUES (?,?,?,?,?,?)",
+            (thread_id, resource_id, title, dumps(metadata or {}), now, now),
+        )
+        return
+    if row[0] != resource_id:
+        raise StoreError(
+            f"thread {thread_id!r} belongs to resource {row[0]!r}, not {resource_id!r}"
+        )
+    if title is not None or metadata is not None:
+        update_thread(conn, thread_id, title, metadata)
+
+
+def update_thread(
+    conn: Conn, thread_id: str, title: str | None, metadata: dict[str, Any] | None
+) -> None:
+    if conn.execute("SELECT 1 FROM threads WHERE id=?", (thread_id,)).fetchone() is None:
+        raise StoreError(f"no thread {thread_id!r}")
+    sets, params = ["updated_at=?"], [time.time()]
+    if title is not None:
+        sets.append("title=?")
+        params.append(title)
+    if metadata is not None:
+        sets.append("metadata=?")
+        params.append(dumps(metadata))
+    conn.execute(f"UPDATE threads SET {', '.join(sets)} WHERE id=?", (*params, thread_id))
+
+
+def append(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    messages: list[MessageIn],
+    events: list[EventIn],
+) -> None:
+    now = time.time()
+    if messages:
+        conn.executemany(
+            "INSERT INTO messages(id, thread_id, resource_id, role, content, run_id,"
+            " metadata, created_at) VALUES (?,?,?,?,?,?,?,?)",
+            [
+                (
+                    m.id,
+                    thread_id,
+                    resource_id,
+                    m.role,
+                    dumps(m.content),
+                    m.run_id,
+                    dumps(m.metadata),
+                    now,
+                )
+                for m in messages
+            ],
+        )
+        conn.execute("UPDATE threads SET updated_at=? WHERE id=?", (now, thread_id))
+    if events:
+        conn.executemany(
+            "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
+            " VALUES (?,?,?,?,?,?)",
+            [(thread_id, e.run_id, e.type, e.source, dumps(e.payload), now) for e in events],
+        )
+
+
+# -- runs and leases --------------------------------------------------------------------------
+
+
+def live_lease(conn: Conn, thread_id: str) -> tuple[str, str] | None:
+    """(run_id, owner) of the live lease; an expired lease is reaped on the way."""
+    row = conn.execute(
+        "SELECT run_id, owner, expires_at FROM leases WHERE thread_id=?", (thread_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    run_id, owner, expires_at = row
+    if expires_at > time.time():
+        return run_id, owner
+    interrupt(conn, thread_id, run_id)
+    return None
+
+
+def interrupt(conn: Conn, thread_id: str, run_id: str) -> None:
+    """The owner of ``run_id`` stopped renewing its lease (it died): end the run."""
+    now = time.time()
+    conn.execute("DELETE FROM leases WHERE thread_id=?", (thread_id,))
+    conn.execute(
+        "UPDATE runs SET status='interrupted', finish_reason='interrupted', ended_at=?"
+        " WHERE id=? AND status='running'",
+        (now, run_id),
+    )
+    payload = {"reason": "interrupted", "detail": "the run's owner stopped renewing its lease"}
+    append(conn, thread_id, "", [], [EventIn("interrupted", payload, run_id)])
+
+
+def reap_expired(conn: Conn, thread_id: str) -> bool:
+    row = conn.execute(
+        "SELECT run_id, expires_at FROM leases WHERE thread_id=?", (thread_id,)
+    ).fetchone()
+    if row is None or row[1] > time.time():
+        return False  # renewed, or reaped by someone else, meanwhile
+    interrupt(conn, thread_id, row[0])
+    return True
+
+
+def begin_run(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    run_id: str,
+    owner: str,
+    ttl_s: float,
+    agent_id: str | None,
+) -> None:
+    now = time.time()
+    conn.execute(
+        "INSERT INTO leases(thread_id, run_id, owner, expires_at, abort_requested)"
+        " VALUES (?,?,?,?,0)"
+        " ON CONFLICT(thread_id) DO UPDATE SET run_id=excluded.run_id, owner=excluded.owner,"
+        " expires_at=excluded.expires_at, abort_requested=0",
+        (thread_id, run_id, owner, now + ttl_s),
+    )
+    cursor = conn.execute(
+        "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
+        " VALUES (?,?,?,?,?,?)",
+        (thread_id, run_id, "start", "AGENT", dumps({"agent_id": agent_id}), now),
+    )
+    conn.execute(
+        "INSERT INTO runs(id, thread_id, resource_id, agent_id, owner, status, start_seq,"
+        " started_at) VALUES (?,?,?,?,?,'running',?,?)",
+        (run_id, thread_id, resource_id, agent_id, owner, cursor.lastrowid, now),
+    )
+
+
+def start_run(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    run_id: str,
+    owner: str,
+    ttl_s: float,
+    agent_id: str | None,
+    title: str | None,
+    metadata: dict[str, Any] | None,
+) -> bool:
+    ensure_thread(conn, thread_id, resource_id, title, metadata)
+    if live_lease(conn, thread_id) is not None:
+        return False
+    begin_run(conn, thread_id, resource_id, run_id, owner, ttl_s, agent_id)
+    return True
+
+
+def renew_lease(
+    conn: Conn, thread_id: str, run_id: str, owner: str, ttl_s: float
+) -> tuple[bool, bool]:
+    """Extend our lease. Returns (still ours, abort requested)."""
+    row = conn.execute(
+        "UPDATE leases SET expires_at=? WHERE thread_id=? AND run_id=? AND owner=?"
+        " RETURNING abort_requested",
+        (time.time() + ttl_s, thread_id, run_id, owner),
+    ).fetchone()
+    return (False, False) if row is None else (True, bool(row[0]))
+
+
+def finish_run(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    run_id: str,
+    owner: str,
+    status: str,
+    finish_reason: str | None,
+    error: str | None,
+    messages: list[MessageIn],
+    events: list[EventIn],
+    force: bool,
+) -> FinishOutcome:
+    if not force and count_pending(conn, thread_id):
+        return FinishOutcome(finished=False)
+    append(conn, thread_id, resource_id, messages, events[:-1])
+    if force:
+        persist_pending(conn, thread_id, resource_id, run_id)
+    append(conn, thread_id, resource_id, [], events[-1:])
+    conn.execute(
+        "UPDATE runs SET status=?, finish_reason=?, error=?, ended_at=? WHERE id=?",
+        (status, finish_reason, error, time.time(), run_id),
+    )
+    next_run_id = start_next_queued(conn, thread_id, owner)
+    if next_run_id is None:
+        conn.execute("DELETE FROM leases WHERE thread_id=? AND run_id=?", (thread_id, run_id))
+    return FinishOutcome(finished=True, next_run_id=next_run_id)
+
+
+def start_next_queued(conn: Conn, thread_id: str, owner: str) -> str | None:
+    row = conn.execute(
+        "SELECT id, run_id, resource_id FROM signals WHERE thread_id=? AND status='queued'"
+        " ORDER BY seq LIMIT 1",
+        (thread_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    signal_id, run_id, resource_id = row
+    conn.execute("UPDATE signals SET status='pending' WHERE id=?", (signal_id,))
+    begin_run(conn, thread_id, resource_id, run_id, owner, lease_ttl(conn, thread_id), None)
+    return run_id
+
+
+def lease_ttl(conn: Conn, thread_id: str) -> float:
+    row = conn.execute("SELECT expires_at FROM leases WHERE thread_id=?", (thread_id,)).fetchone()
+    return max(1.0, row[0] - time.time()) if row else 15.0
+
+
+# -- signals ----------------------------------------------------------------------------------
+
+
+def count_pending(conn: Conn, thread_id: str) -> int:
+    row = conn.execute(
+        "SELECT COUNT(*) FROM signals WHERE thread_id=? AND status='pending'", (thread_id,)
+    ).fetchone()
+    return int(row[0])
+
+
+def route_signal(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    active_signal: SignalIn,
+    idle_signal: SignalIn,
+    if_active: str,
+    if_idle: str,
+    queue: bool,
+    owner: str,
+    ttl_s: float,
+    agent_id: str | None,
+) -> RouteResult:
+    live = live_lease(conn, thread_id)
+    if live is not None:
+        return _route_active(conn, thread_id, resource_id, active_signal, if_active, queue, live[0])
+    return _route_idle(conn, thread_id, resource_id, idle_signal, if_idle, owner, ttl_s, agent_id)
+
+
+def _route_active(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    signal: SignalIn,
+    behavior: str,
+    queue: bool,
+    live_run_id: str,
+) -> RouteResult:
+    if queue:
+        run_id = new_id()
+        insert_signal(conn, thread_id, resource_id, signal, "queued", run_id)
+        return RouteResult("deliver", run_id)
+    if behavior == "deliver":
+        insert_signal(conn, thread_id, resource_id, signal, "pending", live_run_id)
+        return RouteResult("deliver", live_run_id)
+    if behavior == "persist":
+        persist(conn, thread_id, resource_id, signal, tiny_run=False)
+        return RouteResult("persist")
+    return RouteResult("discard")
+
+
+def _route_idle(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    signal: SignalIn,
+    behavior: str,
+    owner: str,
+    ttl_s: float,
+    agent_id: str | None,
+) -> RouteResult:
+    if behavior == "wake":
+        ensure_thread(conn, thread_id, resource_id)
+        run_id = new_id()
+        begin_run(conn, thread_id, resource_id, run_id, owner, ttl_s, agent_id)
+        insert_signal(conn, thread_id, resource_id, signal, "pending", run_id)
+        return RouteResult("wake", run_id)
+    if behavior == "persist":
+        ensure_thread(conn, thread_id, resource_id)
+        persist(conn, thread_id, resource_id, signal, tiny_run=True)
+        return RouteResult("persist")
+    return RouteResult("discard")
+
+
+def insert_signal(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    signal: SignalIn,
+    status: str,
+    run_id: str | None,
+) -> None:
+    conn.execute(
+        "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message, data,"
+        " created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+        (
+            signal.id,
+            thread_id,
+            resource_id,
+            signal.type,
+            status,
+            run_id,
+            dumps(signal.message),
+            dumps(signal.data),
+            time.time(),
+        ),
+    )
+
+
+def persist(
+    conn: Conn, thread_id: str, resource_id: str, signal: SignalIn, *, tiny_run: bool
+) -> None:
+    """Store the signal in history (no model call). On an idle thread subscribers see it as a
+    tiny run: start, the echo, finish."""
+    insert_signal(conn, thread_id, resource_id, signal, "persisted", None)
+    run_id = new_id() if tiny_run else None
+    message = signal_message(
+        {"id": signal.id, "type": signal.type, "message": signal.message, "data": signal.data},
+        run_id,
+    )
+    events = [EventIn(echo_type(signal.type), signal.data, run_id, echo_source(signal.type))]
+    if tiny_run:
+        events.insert(0, EventIn("start", {"persisted": True}, run_id))
+        events.append(EventIn("finish", {"finish_reason": "stop", "persisted": True}, run_id))
+    append(conn, thread_id, resource_id, [message], events)
+
+
+def _take_pending(
+    conn: Conn, thread_id: str, resource_id: str, run_id: str, status: str
+) -> list[dict[str, Any]]:
+    """Mark the thread's pending signals ``status`` for ``run_id``; store each as a user
+    message and an echo. Returns them in arrival order."""
+    rows = conn.execute(
+        "SELECT id, type, message, data FROM signals WHERE thread_id=? AND status='pending'"
+        " ORDER BY seq",
+        (thread_id,),
+    ).fetchall()
+    if not rows:
+        return []
+    conn.execute(
+        "UPDATE signals SET status=?, run_id=?, delivered_at=? WHERE thread_id=? AND"
+        " status='pending'",
+        (status, run_id, time.time(), thread_id),
+    )
+    taken = [
+        {"id": sid, "type": type_, "message": loads(message), "data": loads(data)}
+        for sid, type_, message, data in rows
+    ]
+    append(
+        conn,
+        thread_id,
+        resource_id,
+        [signal_message(s, run_id) for s in taken],
+        [EventIn(echo_type(s["type"]), s["data"], run_id, echo_source(s["type"])) for s in taken],
+    )
+    return taken
+
+
+def persist_pending(conn: Conn, thread_id: str, resource_id: str, run_id: str) -> None:
+    _take_pending(conn, thread_id, resource_id, run_id, "persisted")
+
+
+def claim_signals(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    run_id: str,
+    messages_before: list[MessageIn],
+    events_before: list[EventIn],
+) -> list[dict[str, Any]]:
+    append(conn, thread_id, resource_id, messages_before, events_before)
+    return _take_pending(conn, thread_id, resource_id, run_id, "delivered")
