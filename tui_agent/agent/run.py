@@ -27,7 +27,7 @@ from tui_agent.agent.result import (
 )
 from tui_agent.errors import ProcessorError
 from tui_agent.models.base import ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
-from tui_agent.store.sqlite import EventIn, MessageIn, echo_source
+from tui_agent.store.sqlite import EventIn, MessageIn, echo_source, echo_type
 from tui_agent.tools import Tool, ToolContext, ToolInputError
 
 if TYPE_CHECKING:
@@ -82,6 +82,8 @@ class Run:
         self._partial = ""
         self._flusher: asyncio.Task[None] | None = None
         self._flush_waiting = False
+        self.local_signals: list[dict[str, Any]] = []  # memoryless runs only
+        self.accepting_signals = True
         self._tool_context = ToolContext(
             agent=agent,
             run_id=self.run_id,
@@ -138,10 +140,13 @@ class Run:
             if self.memory is not None:
                 watcher = asyncio.get_running_loop().create_task(self._watch_lease())
             finish_reason = await self._loop()
+            self.accepting_signals = False
             return await self._finish(finish_reason)
         except _Aborted:
+            self.accepting_signals = False
             return await self._finish_aborted()
         except BaseException as error:
+            self.accepting_signals = False
             await self._finish_failed(error)
             raise
         finally:
@@ -180,29 +185,38 @@ class Run:
         await self._take_signals()
 
     async def _take_signals(self, messages: list[MessageIn] | None = None) -> list[str]:
-        """Store what the step produced and take the pending signals, in one transaction."""
+        """Store what the step produced and take the pending signals, in one transaction.
+        Without memory, the signals sent to this run in this process are taken instead."""
         if self.memory is None:
-            return []
-        assert self.thread_id and self.resource_id
-        taken = await self.memory.store.claim_signals(
-            self.thread_id,
-            self.resource_id,
-            self.run_id,
-            messages_before=messages or (),
-            events_before=self._take_log(),
-        )
+            taken, self.local_signals = self.local_signals, []
+        else:
+            assert self.thread_id and self.resource_id
+            taken = await self.memory.store.claim_signals(
+                self.thread_id,
+                self.resource_id,
+                self.run_id,
+                messages_before=messages or (),
+                events_before=self._take_log(),
+            )
         for signal in taken:
             self.messages.append(signal["message"])
-            source = echo_source(signal["type"])
             self.output.push(
                 {
-                    "type": "data-user-message" if signal["type"] == "user" else "data-signal",
+                    "type": echo_type(signal["type"]),
                     "run_id": self.run_id,
-                    "from": source,
+                    "from": echo_source(signal["type"]),
                     "payload": signal["data"],
                 }
             )
         return [signal["id"] for signal in taken]
+
+    def deliver_local(self, signal: dict[str, Any]) -> bool:
+        """Hand a signal to this memoryless run (taken between steps). False once the run has
+        taken its last signals: it would never see this one."""
+        if not self.accepting_signals:
+            return False
+        self.local_signals.append(signal)
+        return True
 
     async def _loop(self) -> str:
         steps_left = self.options.max_steps

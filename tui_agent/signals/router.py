@@ -60,7 +60,7 @@ def send(
     active, idle = parse_if_active(if_active), parse_if_idle(if_idle)
     parse_run_options(idle.stream_options, agent.default_options, agent.hooks)  # fail now
     if agent.memory is None:
-        raise ConfigError("signals need memory: Agent(memory=Memory(...))")
+        return _send_in_process(agent, signal, target, active, kind == "queue")
     loop = asyncio.get_running_loop()
     receipt = SignalReceipt(signal, loop.create_future())
     if active.behavior == "persist" or idle.behavior == "persist":
@@ -70,6 +70,34 @@ def send(
         name=f"route signal {signal.id}",
     )
     return receipt
+
+
+def _send_in_process(
+    agent: Agent, signal: Signal, target: Target, active: IfActive, queue: bool
+) -> SignalReceipt:
+    """Without memory there is no thread to wake, persist to, or reach from another process:
+    a signal can only go into a live run of this agent in this process, by its run id."""
+    needs_memory = "give the agent memory (Agent(memory=Memory(...))) to reach threads"
+    if target.thread_id is not None or target.run_id is None:
+        raise ConfigError(f"without memory, signals can only target a live run_id; {needs_memory}")
+    if queue or active.behavior == "persist":
+        what = "queue_message" if queue else "if_active persist"
+        raise ConfigError(f"{what} needs memory; {needs_memory}")
+    run = agent._runs.get(target.run_id)
+    if run is None or run.memory is not None:
+        raise SignalError(
+            f"no live run {target.run_id!r} of this agent in this process; {needs_memory}"
+        )
+    accepted: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    if active.behavior == "discard":
+        accepted.set_result({"action": "discard"})
+        return SignalReceipt(signal, accepted)
+    branch = _signal_in(signal, active.attributes)
+    routed = {"id": signal.id, "type": signal.type, "message": branch.message, "data": branch.data}
+    if not run.deliver_local(routed):
+        raise SignalError(f"run {target.run_id!r} has finished taking signals")
+    accepted.set_result({"action": "deliver", "run_id": run.run_id})
+    return SignalReceipt(signal, accepted)
 
 
 async def _route(
