@@ -25,19 +25,34 @@ class Memory(StateLanesMixin, InboxMixin):
         store: SqliteStore | None = None,
         *,
         lease_ttl_s: float | None = None,
+        lease_renew_s: float | None = None,
         last_messages: int = 20,
     ) -> None:
         self.store = store if store is not None else SqliteStore()
-        ttl = lease_ttl_s if lease_ttl_s is not None else _env_ttl()
+        ttl = lease_ttl_s if lease_ttl_s is not None else _env_seconds("TUI_AGENT_LEASE_TTL_S")
+        ttl = DEFAULT_LEASE_TTL_S if ttl is None else ttl
         if ttl <= 0:
             raise ConfigError(f"lease_ttl_s must be positive, got {ttl}")
         self.lease_ttl_s = ttl
+        renew = lease_renew_s if lease_renew_s is not None else _env_seconds(
+            "TUI_AGENT_LEASE_RENEW_S"
+        )
+        renew = ttl / 3 if renew is None else renew
+        if not 0 < renew < ttl:
+            # Renewing no faster than the lease expires would let a live run look dead.
+            raise ConfigError(
+                f"lease_renew_s must be positive and shorter than lease_ttl_s ({ttl}), got {renew}"
+            )
+        self.lease_renew_s = renew
         if last_messages < 0:
             raise ConfigError(f"last_messages must be >= 0, got {last_messages}")
         self.last_messages = last_messages
 
     def __repr__(self) -> str:
-        return f"Memory(store={self.store!r}, lease_ttl_s={self.lease_ttl_s})"
+        return (
+            f"Memory(store={self.store!r}, lease_ttl_s={self.lease_ttl_s}, "
+            f"lease_renew_s={self.lease_renew_s})"
+        )
 
     # -- threads ------------------------------------------------------------------------------
 
@@ -137,13 +152,11 @@ def _message_in(message: dict[str, Any], index: int) -> MessageIn:
     return MessageIn(role=role, content=message["content"], metadata=metadata)
 
 
-def _env_ttl() -> float:
-    raw = os.environ.get("TUI_AGENT_LEASE_TTL_S")
+def _env_seconds(name: str) -> float | None:
+    raw = os.environ.get(name)
     if not raw:
-        return DEFAULT_LEASE_TTL_S
+        return None
     try:
         return float(raw)
     except ValueError:
-        raise ConfigError(
-            f"TUI_AGENT_LEASE_TTL_S must be a number of seconds, got {raw!r}"
-        ) from None
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None

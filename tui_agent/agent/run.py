@@ -577,10 +577,11 @@ class Run:
             )
 
     async def _watch_lease(self) -> None:
-        """Renew the thread lease every TTL/3 and notice aborts asked from other processes."""
+        """Renew the thread lease every ``lease_renew_s`` and notice aborts asked from other
+        processes."""
         assert self.memory is not None and self.thread_id
         store, ttl = self.memory.store, self.memory.lease_ttl_s
-        renew_every = ttl / 3
+        renew_every = self.memory.lease_renew_s
         last_renewal = time.monotonic()
         while not self.abort_event.is_set():
             await asyncio.sleep(ABORT_POLL_S)
