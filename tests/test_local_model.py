@@ -21,6 +21,7 @@ from tui_agent.models.local import (
     JsonReplyParser,
     LocalModel,
     locate_weights,
+    reply_schema,
 )
 
 pytestmark = pytest.mark.local_model
@@ -132,11 +133,35 @@ def test_unknown_local_model_lists_the_known_ones() -> None:
 def test_bad_thread_counts_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="threads"):
         LocalModel(threads=0)
+    with pytest.raises(ConfigError, match="threads"):
+        LocalModel(threads=True)
     monkeypatch.setenv("TUI_AGENT_LOCAL_THREADS", "many")
     with pytest.raises(ConfigError, match="TUI_AGENT_LOCAL_THREADS"):
         _ = LocalModel().threads
     monkeypatch.setenv("TUI_AGENT_LOCAL_THREADS", "3")
     assert LocalModel().threads == 3
+
+
+def test_a_parameter_named_like_a_schema_keyword_survives_the_reply_schema() -> None:
+    note = {
+        "name": "note",
+        "description": "Write a note",
+        "parameters": {
+            "title": "NoteInput",
+            "type": "object",
+            "properties": {
+                "title": {"title": "Title", "type": "string"},
+                "body": {"type": "string"},
+            },
+            "required": ["title", "body"],
+        },
+    }
+    schema = reply_schema([note])["json_schema"]["schema"]
+    (variant,) = [v for v in schema["anyOf"] if "tool" in v["properties"]]
+    arguments = variant["properties"]["arguments"]
+    assert arguments["properties"] == {"title": {"type": "string"}, "body": {"type": "string"}}
+    assert arguments["required"] == ["title", "body"]
+    assert "title" not in arguments  # the schema's own title keyword is still dropped
 
 
 # -- the real model --------------------------------------------------------------------------

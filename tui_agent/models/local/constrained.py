@@ -134,6 +134,10 @@ def _tool_variant(tool: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_DROPPED_KEYWORDS = ("$defs", "$schema", "title")  # noise for the grammar, not constraints
+_NAME_MAPS = ("properties", "patternProperties")  # their keys are names the user chose
+
+
 def _inline_refs(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:
     """Replace local ``#/$defs/X`` refs by their target: each tool's schema moves under our
     ``anyOf``, where its refs would no longer resolve. A recursive ref becomes "any value"."""
@@ -147,11 +151,16 @@ def _inline_refs(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:
         if name in seen or name not in defs:
             return {}
         return _inline_refs(defs[name], defs, (*seen, name))
-    return {
-        key: _inline_refs(value, defs, seen)
-        for key, value in node.items()
-        if key not in ("$defs", "$schema", "title")
-    }
+    inlined: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROPPED_KEYWORDS:
+            continue
+        if key in _NAME_MAPS and isinstance(value, dict):
+            # A property may be called "title": keep every name, inline each one's schema.
+            inlined[key] = {name: _inline_refs(v, defs, seen) for name, v in value.items()}
+        else:
+            inlined[key] = _inline_refs(value, defs, seen)
+    return inlined
 
 
 def _type_name(spec: Any) -> str:

@@ -33,7 +33,9 @@ class LocalModel:
         model_path: str | os.PathLike[str] | None = None,
     ) -> None:
         known_model(name)
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+        ):
             raise ConfigError(f"LocalModel threads must be an int >= 1, got {threads!r}")
         self._name = name
         self._threads = threads

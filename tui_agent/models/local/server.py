@@ -121,10 +121,17 @@ def _start_server(weights: Path, threads: int) -> LocalServer:
         )
         address = _handshake(process, api_key)
         if not address:
+            still_running = process.poll() is None  # alive but silent: it timed out
             process.kill()
             process.wait()
+            why = (
+                f"no answer within {_STARTUP_TIMEOUT_S:.0f} s"
+                if still_running
+                else "the server process exited"
+            )
             raise ModelCallError(
-                f"the local model server failed to start on {weights}: {_tail(errors)}",
+                f"the local model server failed to start on {weights} ({why}): "
+                f"{_tail(errors)}",
                 model="local",
             )
     return LocalServer(
@@ -167,4 +174,4 @@ def _read_line(stream: IO[str], timeout: float) -> str:
 def _tail(errors: IO[str]) -> str:
     errors.seek(0)
     lines = [line.strip() for line in errors.read().splitlines() if line.strip()]
-    return " | ".join(lines[-3:]) or "the server process exited without a message"
+    return " | ".join(lines[-3:]) or "it wrote no error message"
