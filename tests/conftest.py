@@ -3,13 +3,19 @@ its store and data directory under tmp_path."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
-from collections.abc import Iterator
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import AgentFactory, StoreFactory
 from openai_server import FakeOpenAIServer
+
+from tui_agent import Agent, Memory, SqliteStore
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0:0:0:0:0:0:0:1", "", None}
 _PROVIDER_ENV = (
@@ -97,3 +103,108 @@ def openai_server(
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
     return server
+
+
+# -- stores and agents, closed after the test ------------------------------------------------
+@pytest.fixture
+async def stores(tmp_path: Path) -> AsyncIterator[StoreFactory]:
+    """``stores(path=None)`` opens a SqliteStore (default: ``tmp_path/store.sqlite``); every
+    store opened is closed after the test, after the agents of ``agents``."""
+    opened: list[SqliteStore] = []
+
+    def open_store(path: str | Path | None = None) -> SqliteStore:
+        opened.append(SqliteStore(path or tmp_path / "store.sqlite"))
+        return opened[-1]
+
+    yield open_store
+    for store in opened:
+        await store.close()
+
+
+@pytest.fixture
+def store(stores: StoreFactory) -> SqliteStore:
+    return stores()
+
+
+@pytest.fixture
+def memory(store: SqliteStore) -> Memory:
+    return Memory(store=store)
+
+
+@pytest.fixture
+async def agents(stores: StoreFactory) -> AsyncIterator[AgentFactory]:
+    """``agents(**options)`` builds an Agent (name "test" and instructions "Be brief." unless
+    given); each is closed after the test: its dispatcher stopped, its runs ended. Depends on
+    ``stores`` so that agents close before their stores do."""
+    made: list[Agent] = []
+
+    def make(**options: Any) -> Agent:
+        made.append(Agent(**{"name": "test", "instructions": "Be brief.", **options}))
+        return made[-1]
+
+    yield make
+    for agent in reversed(made):
+        await agent.close()
+
+
+# -- leak guards (autouse) -------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+async def _litellm_connections_closed() -> AsyncIterator[None]:
+    """litellm keeps HTTP clients process-wide, but each test has its own loop: a connection
+    kept past its test is collected later as an unclosed socket (a ResourceWarning in some other
+    test). So, while the test's loop still runs: the cached OpenAI clients are closed and dropped,
+    and the aiohttp sessions under litellm's shared handlers are closed (litellm opens a new one
+    on the next call; the handlers themselves stay, other litellm objects hold them)."""
+    yield
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return
+    cache = litellm.in_memory_llm_clients_cache
+    handlers = [getattr(litellm, "module_level_aclient", None)]
+    for key, client in list(cache.cache_dict.items()):
+        if type(client).__module__.startswith("openai"):
+            cache.delete_cache(key)
+            await client.close()
+        else:
+            handlers.append(client)
+    for handler in handlers:
+        transport = getattr(getattr(handler, "client", None), "_transport", None)
+        session = getattr(transport, "client", None)
+        if session is not None and getattr(session, "closed", True) is False:
+            await session.close()
+
+
+# A store left open keeps an aiosqlite worker thread; when its connection is collected after
+# the test's loop closed, the thread fails with "Event loop is closed" in some later test.
+def _sqlite_workers() -> set[threading.Thread]:
+    return {
+        thread for thread in threading.enumerate()
+        if getattr(getattr(thread, "_target", None), "__name__", "") == "_connection_worker_thread"
+    }
+
+
+@pytest.fixture(autouse=True)
+def _no_open_connections() -> Iterator[None]:
+    before = _sqlite_workers()
+    yield
+    new = _sqlite_workers() - before
+    for thread in new:
+        thread.join(1.0)  # a closed connection's thread ends right after close() returns
+    left = [thread for thread in new if thread.is_alive()]
+    assert not left, f"{len(left)} SqliteStore connection(s) left open: close the store"
+
+
+def _is_asyncgen_cleanup(task: asyncio.Task[Any]) -> bool:
+    # The loop's own aclose() of a library's collected async generator (httpx, openai streams).
+    return "async_generator_athrow" in repr(task.get_coro())
+
+
+@pytest.fixture(autouse=True)
+async def _no_running_tasks() -> AsyncIterator[None]:
+    yield
+    here = asyncio.current_task()
+    left = [
+        task.get_name() for task in asyncio.all_tasks()
+        if task is not here and not task.done() and not _is_asyncgen_cleanup(task)
+    ]
+    assert not left, f"tasks still running after the test: {left} (close the agent)"

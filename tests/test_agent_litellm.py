@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import AgentFactory
 from openai_server import FakeOpenAIServer
 from pydantic import BaseModel
 
-from tui_agent import Agent, Memory, SqliteStore, create_tool
+from tui_agent import Agent, Memory, create_tool
 from tui_agent.errors import MissingCredentialError, ModelCallError, UnknownProviderError
 from tui_agent.models.resolve import ModelConfig
 
@@ -32,10 +33,6 @@ ADD = create_tool(
 
 def make_agent(model: Any = "openai/gpt-test", **kwargs: Any) -> Agent:
     return Agent(**{"name": "wire", "instructions": "Be brief.", "model": model, **kwargs})
-
-
-def memory_at(tmp_path: Path) -> Memory:
-    return Memory(store=SqliteStore(tmp_path / "wire.db"))
 
 
 async def test_streams_text_over_http(openai_server: FakeOpenAIServer) -> None:
@@ -135,11 +132,10 @@ async def test_anthropic_cache_control_from_instructions_reaches_the_wire(
 
 @pytest.mark.parametrize("status", [500, 429])
 async def test_a_provider_error_fails_the_run_with_its_status(
-    openai_server: FakeOpenAIServer, tmp_path: Path, status: int
+    openai_server: FakeOpenAIServer, memory: Memory, agents: AgentFactory, status: int
 ) -> None:
     openai_server.script({"error": status, "message": f"scripted {status}"})
-    memory = memory_at(tmp_path)
-    agent = make_agent(memory=memory)
+    agent = agents(name="wire", model="openai/gpt-test", memory=memory)
     with pytest.raises(ModelCallError) as info:
         await agent.generate("hi", memory={"resource": "r", "thread": "t"}, model_settings=NO_RETRY)
     assert info.value.status_code == status
@@ -155,11 +151,11 @@ async def test_a_provider_error_fails_the_run_with_its_status(
 
 
 async def test_a_missing_key_names_the_variable_before_any_request(
-    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, memory: Memory,
+    agents: AgentFactory,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
-    memory = memory_at(tmp_path)
-    agent = make_agent("openai/gpt-test", memory=memory)  # constructing needs no key
+    agent = agents(name="wire", model="openai/gpt-test", memory=memory)  # needs no key yet
     with pytest.raises(MissingCredentialError, match="OPENAI_API_KEY") as info:
         await agent.generate("hi", memory={"resource": "r", "thread": "t"})
     assert info.value.variables == ["OPENAI_API_KEY"]
@@ -185,7 +181,8 @@ async def test_a_fallback_list_goes_on_to_the_next_model(
 
 
 async def test_a_config_object_brings_its_own_key_and_base_and_the_key_is_never_stored(
-    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    memory: Memory, agents: AgentFactory,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.delenv("OPENAI_BASE_URL")
@@ -194,7 +191,6 @@ async def test_a_config_object_brings_its_own_key_and_base_and_the_key_is_never_
         "Three.",
         {"error": 500, "message": "later failure"},
     )
-    memory = memory_at(tmp_path)
     config = ModelConfig(
         id="openai/gpt-config",
         api_key=SECRET,
@@ -203,7 +199,7 @@ async def test_a_config_object_brings_its_own_key_and_base_and_the_key_is_never_
         settings=NO_RETRY,
     )
     assert SECRET not in repr(config)
-    agent = make_agent(config, memory=memory, tools={"add": ADD})
+    agent = agents(name="wire", model=config, memory=memory, tools={"add": ADD})
     target = {"memory": {"resource": "r", "thread": "t"}}
     result = await agent.generate("1+2?", **target)
     assert result.text == "Three."
@@ -214,8 +210,10 @@ async def test_a_config_object_brings_its_own_key_and_base_and_the_key_is_never_
     assert [r["model"] for r in openai_server.requests] == ["gpt-config"] * 3
     assert openai_server.request_headers[0]["authorization"] == f"Bearer {SECRET}"
     assert openai_server.request_headers[0]["x-team"] == "core"
-    await memory.store.close()
-    files = [p for p in tmp_path.iterdir() if p.name.startswith("wire.db")]
+    await agent.close()
+    await memory.store.close()  # the file, its -wal and -shm hold all that was written
+    name = Path(memory.store.path).name
+    files = [p for p in tmp_path.iterdir() if p.name.startswith(name)]
     assert files, "the store file exists"
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), f"key leaked into {path.name}"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import AgentFactory
 from pydantic import BaseModel
 
 from tui_agent import Agent, Memory, RequestContext, SqliteStore, create_tool
@@ -275,11 +275,12 @@ async def test_a_tool_that_raises_does_not_fail_the_run() -> None:
     assert "error" not in [c["type"] for c in chunks]
 
 
-async def test_tool_context_carries_agent_run_thread_and_request_context(tmp_path: Path) -> None:
+async def test_tool_context_carries_agent_run_thread_and_request_context(
+    memory: Memory, agents: AgentFactory
+) -> None:
     seen: list[Any] = []
     model = ScriptedModel([call("add", a=1, b=2), "3", call("add", a=1, b=1), "2"])
-    memory = Memory(store=SqliteStore(tmp_path / "ctx.db"))
-    agent = make_agent(model, tools={"add": add_tool(seen)}, memory=memory)
+    agent = agents(name="loop", model=model, tools={"add": add_tool(seen)}, memory=memory)
 
     result = await agent.generate("go", request_context={"user": "ada"})
     _, context = seen[0]
@@ -599,7 +600,9 @@ async def test_a_failing_subagent_is_a_tool_error_for_the_parent() -> None:
     assert "sub down" in tool_messages(model.requests[1])[0]["content"]
 
 
-async def test_scorers_run_after_generate_and_are_stored_on_the_run(tmp_path: Path) -> None:
+async def test_scorers_run_after_generate_and_are_stored_on_the_run(
+    store: SqliteStore, agents: AgentFactory
+) -> None:
     class Politeness:
         async def score(self, run: dict[str, Any]) -> dict[str, Any]:
             return {"score": 1.0 if "please" in run["output"] else 0.0}
@@ -611,9 +614,9 @@ async def test_scorers_run_after_generate_and_are_stored_on_the_run(tmp_path: Pa
     def broken(run: dict[str, Any]) -> None:
         raise ZeroDivisionError("bad scorer")
 
-    store = SqliteStore(tmp_path / "scores.db")
-    agent = make_agent(
-        ScriptedModel(["yes please"]),
+    agent = agents(
+        name="loop",
+        model=ScriptedModel(["yes please"]),
         memory=Memory(store=store),
         scorers={"polite": Politeness(), "length": length, "broken": broken},
     )
@@ -652,10 +655,9 @@ class StallingModel:
 
 
 async def test_abort_ends_the_stream_with_an_abort_chunk_and_stores_the_partial(
-    tmp_path: Path,
+    store: SqliteStore, agents: AgentFactory
 ) -> None:
-    store = SqliteStore(tmp_path / "abort.db")
-    agent = make_agent(StallingModel("Half an ans"), memory=Memory(store=store))
+    agent = agents(name="loop", model=StallingModel("Half an ans"), memory=Memory(store=store))
     output = await agent.stream("tell me", memory={"resource": "r", "thread": "t"})
     seen: list[dict[str, Any]] = []
     async for chunk in output:

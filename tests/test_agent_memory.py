@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import AgentFactory
 from pydantic import BaseModel
 
 from tui_agent import Agent, Memory, SqliteStore, create_tool
@@ -33,17 +33,13 @@ ADD = create_tool(id="add", description="Add", input_schema=AddInput, execute=la
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SqliteStore:
-    return SqliteStore(tmp_path / "memory.db")
+def make_agent(agents: AgentFactory) -> AgentFactory:
+    """``make_agent(model, memory, **options)``: an agent named "mem", closed after the test."""
 
+    def make(model: Any, memory: Memory, **options: Any) -> Agent:
+        return agents(name="mem", model=model, memory=memory, **options)
 
-@pytest.fixture
-def memory(store: SqliteStore) -> Memory:
-    return Memory(store=store)
-
-
-def make_agent(model: Any, memory: Memory, **kwargs: Any) -> Agent:
-    return Agent(name="mem", instructions="Be brief.", model=model, memory=memory, **kwargs)
+    return make
 
 
 def on(thread: Any, resource: str = "user-1") -> dict[str, Any]:
@@ -61,7 +57,9 @@ def is_utc(value: Any) -> bool:
 # -- the memory option -----------------------------------------------------------------------
 
 
-async def test_a_thread_id_creates_the_thread_under_the_resource(memory: Memory) -> None:
+async def test_a_thread_id_creates_the_thread_under_the_resource(
+    memory: Memory, make_agent: AgentFactory
+) -> None:
     assert await memory.get_thread("t1") is None
     result = await make_agent(ScriptedModel(["hello"]), memory).generate("hi", **on("t1"))
     thread = await memory.get_thread("t1")
@@ -75,7 +73,9 @@ async def test_a_thread_id_creates_the_thread_under_the_resource(memory: Memory)
     assert (result.thread_id, result.resource_id) == ("t1", "user-1")
 
 
-async def test_a_thread_object_creates_then_updates_title_and_metadata(memory: Memory) -> None:
+async def test_a_thread_object_creates_then_updates_title_and_metadata(
+    memory: Memory, make_agent: AgentFactory
+) -> None:
     agent = make_agent(ScriptedModel(["a", "b", "c"]), memory)
     await agent.generate("hi", **on({"id": "t1", "title": "Plans", "metadata": {"p": 1}}))
     thread = await memory.get_thread("t1")
@@ -93,7 +93,7 @@ async def test_a_thread_object_creates_then_updates_title_and_metadata(memory: M
     assert len(await memory.list_threads("user-1")) == 1
 
 
-async def test_recent_history_goes_to_the_model(memory: Memory) -> None:
+async def test_recent_history_goes_to_the_model(memory: Memory, make_agent: AgentFactory) -> None:
     model = ScriptedModel(
         [{"tool_calls": [{"name": "add", "args": {"a": 1, "b": 2}}]}, "3.", "You asked 1+2."]
     )
@@ -112,7 +112,9 @@ async def test_recent_history_goes_to_the_model(memory: Memory) -> None:
     assert sent[5] == {"role": "user", "content": "What did I ask?"}
 
 
-async def test_other_threads_history_does_not_leak(memory: Memory) -> None:
+async def test_other_threads_history_does_not_leak(
+    memory: Memory, make_agent: AgentFactory
+) -> None:
     model = ScriptedModel(["one", "two"])
     agent = make_agent(model, memory)
     await agent.generate("on thread one", **on("t1"))
@@ -120,7 +122,9 @@ async def test_other_threads_history_does_not_leak(memory: Memory) -> None:
     assert [m["content"] for m in model.requests[1].messages] == ["Be brief.", "on thread two"]
 
 
-async def test_history_is_bounded_by_last_messages(store: SqliteStore) -> None:
+async def test_history_is_bounded_by_last_messages(
+    store: SqliteStore, make_agent: AgentFactory
+) -> None:
     memory = Memory(store=store, last_messages=2)
     model = ScriptedModel(["a1", "a2", "a3"])
     agent = make_agent(model, memory)
@@ -130,7 +134,9 @@ async def test_history_is_bounded_by_last_messages(store: SqliteStore) -> None:
     assert [m["content"] for m in model.requests[2].messages] == ["Be brief.", "q2", "a2", "q3"]
 
 
-async def test_messages_are_stored_with_roles_and_run_id(memory: Memory) -> None:
+async def test_messages_are_stored_with_roles_and_run_id(
+    memory: Memory, make_agent: AgentFactory
+) -> None:
     model = ScriptedModel([{"tool_calls": [{"name": "add", "args": {"a": 2, "b": 2}}]}, "4."])
     result = await make_agent(model, memory, tools={"add": ADD}).generate("2+2?", **on("t1"))
     stored = await memory.list_messages("t1")
@@ -145,7 +151,7 @@ async def test_messages_are_stored_with_roles_and_run_id(memory: Memory) -> None
     assert run.agent_id == "mem"
 
 
-async def test_messages_are_stored_as_they_happen(memory: Memory) -> None:
+async def test_messages_are_stored_as_they_happen(memory: Memory, make_agent: AgentFactory) -> None:
     seen_in_store: list[list[tuple[str, Any]]] = []
 
     async def handler(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
@@ -161,7 +167,7 @@ async def test_messages_are_stored_as_they_happen(memory: Memory) -> None:
 
 
 async def test_a_crash_mid_run_keeps_what_was_said_and_frees_the_thread(
-    memory: Memory,
+    memory: Memory, make_agent: AgentFactory
 ) -> None:
     model = ScriptedModel(
         [
@@ -188,7 +194,9 @@ async def test_a_crash_mid_run_keeps_what_was_said_and_frees_the_thread(
     assert result.text == "Recovered."
 
 
-async def test_a_failed_first_step_keeps_the_user_message(memory: Memory) -> None:
+async def test_a_failed_first_step_keeps_the_user_message(
+    memory: Memory, make_agent: AgentFactory
+) -> None:
     agent = make_agent(ScriptedModel([ModelCallError("rate limited", status_code=429)]), memory)
     with pytest.raises(ModelCallError):
         await agent.generate("hello?", **on("t1"))
@@ -211,7 +219,9 @@ class _FailsMidAnswer:
         raise ModelCallError("connection reset", status_code=None)
 
 
-async def test_a_run_that_fails_mid_answer_keeps_the_partial_text(memory: Memory) -> None:
+async def test_a_run_that_fails_mid_answer_keeps_the_partial_text(
+    memory: Memory, make_agent: AgentFactory
+) -> None:
     agent = make_agent(_FailsMidAnswer(), memory)
     with pytest.raises(ModelCallError):
         await agent.generate("tell me", **on("t1"))
@@ -234,7 +244,7 @@ async def test_a_run_that_fails_mid_answer_keeps_the_partial_text(memory: Memory
     ],
 )
 async def test_a_bad_memory_option_is_a_clear_error_and_stores_nothing(
-    memory: Memory, option: dict[str, Any], message: str
+    memory: Memory, option: dict[str, Any], message: str, make_agent: AgentFactory
 ) -> None:
     model = ScriptedModel(["never"])
     with pytest.raises(ConfigError, match=message):
@@ -243,7 +253,9 @@ async def test_a_bad_memory_option_is_a_clear_error_and_stores_nothing(
     assert await memory.list_threads() == []
 
 
-async def test_a_bad_request_context_stores_nothing(memory: Memory) -> None:
+async def test_a_bad_request_context_stores_nothing(
+    memory: Memory, make_agent: AgentFactory
+) -> None:
     model = ScriptedModel(["never"])
     agent = make_agent(
         model, memory, request_context_schema={"type": "object", "required": ["user_id"]}
@@ -254,7 +266,9 @@ async def test_a_bad_request_context_stores_nothing(memory: Memory) -> None:
     assert await memory.get_thread("t1") is None
 
 
-async def test_a_thread_of_another_resource_is_refused(memory: Memory) -> None:
+async def test_a_thread_of_another_resource_is_refused(
+    memory: Memory, make_agent: AgentFactory
+) -> None:
     agent = make_agent(ScriptedModel(["a", "b"]), memory)
     await agent.generate("hi", **on("t1", resource="alice"))
     with pytest.raises(StoreError, match="belongs to resource 'alice'"):
@@ -284,11 +298,13 @@ class GateModel:
         yield StepEnd("stop")
 
 
-async def test_generate_on_a_thread_with_a_live_run_is_thread_busy(memory: Memory) -> None:
+async def test_generate_on_a_thread_with_a_live_run_is_thread_busy(
+    memory: Memory, make_agent: AgentFactory, agents: AgentFactory
+) -> None:
     slow = GateModel("working")
     first = make_agent(slow, memory)
     other_model = ScriptedModel(["never", "now"])
-    other = Agent(name="other", instructions="x", model=other_model, memory=memory)
+    other = agents(name="other", instructions="x", model=other_model, memory=memory)
 
     output = await first.stream("long job", **on("t1"))
     await slow.started.wait()
@@ -353,7 +369,9 @@ async def test_save_recall_and_list_messages_with_before_paging(memory: Memory) 
     assert await memory.list_messages("nope") == []
 
 
-async def test_saved_messages_are_history_for_the_next_run(memory: Memory) -> None:
+async def test_saved_messages_are_history_for_the_next_run(
+    memory: Memory, make_agent: AgentFactory
+) -> None:
     await memory.save_messages(
         [
             {"role": "user", "content": "My name is Ada."},

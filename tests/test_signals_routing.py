@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import AgentFactory
 
 from tui_agent import Agent, Memory, SqliteStore, create_tool
 from tui_agent.errors import SignalError
@@ -55,20 +54,13 @@ def user_texts(messages: list[dict[str, Any]]) -> list[Any]:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
-    s = SqliteStore(tmp_path / "routing.db")
-    yield s
-    await s.close()
+def make_agent(agents: AgentFactory) -> AgentFactory:
+    """``make_agent(store, model, tools=None)``: an agent on the store, closed after the test."""
 
+    def make(store: SqliteStore, model: Any, tools: dict[str, Any] | None = None) -> Agent:
+        return agents(name="router", model=model, tools=tools, memory=Memory(store=store))
 
-def make_agent(store: SqliteStore, model: Any, tools: dict[str, Any] | None = None) -> Agent:
-    return Agent(
-        name="router",
-        instructions="Be brief.",
-        model=model,
-        tools=tools,
-        memory=Memory(store=store),
-    )
+    return make
 
 
 def count_rows(store: SqliteStore, table: str, where: str = "1", params: tuple = ()) -> int:
@@ -98,6 +90,7 @@ async def wake(agent: Agent, message: Any = "hello", **kw: Any) -> dict[str, Any
 
 async def test_wake_starts_a_run_with_stream_options_and_returns_its_stream(
     store: SqliteStore,
+    make_agent: AgentFactory,
 ) -> None:
     model = ScriptedModel(replies=["woken answer"])
     agent = make_agent(store, model)
@@ -124,11 +117,11 @@ async def test_wake_starts_a_run_with_stream_options_and_returns_its_stream(
         ("assistant", "woken answer"),
     ]
     assert stored[0].metadata["signal_id"] == receipt.signal.id
-    await agent.close()
 
 
 async def test_idle_persist_is_stored_and_seen_as_a_tiny_run_without_a_model_call(
     store: SqliteStore,
+    make_agent: AgentFactory,
 ) -> None:
     model = ScriptedModel(replies=["later answer"])
     agent = make_agent(store, model)
@@ -156,10 +149,11 @@ async def test_idle_persist_is_stored_and_seen_as_a_tiny_run_without_a_model_cal
     # Persisted signals are history for the next run.
     await agent.generate("and now?", memory={"resource": R, "thread": T})
     assert user_texts(model.requests[0].messages) == ["<ci>build green</ci>", "and now?"]
-    await agent.close()
 
 
-async def test_idle_discard_stores_nothing_and_creates_no_thread(store: SqliteStore) -> None:
+async def test_idle_discard_stores_nothing_and_creates_no_thread(
+    store: SqliteStore, make_agent: AgentFactory
+) -> None:
     model = ScriptedModel(replies=[])
     agent = make_agent(store, model)
     receipt = agent.send_message(
@@ -169,16 +163,16 @@ async def test_idle_discard_stores_nothing_and_creates_no_thread(store: SqliteSt
     assert await agent.memory.get_thread(T) is None
     assert count_text(store, "into the void") == 0
     assert model.calls == 0
-    await agent.close()
 
 
-async def test_queue_message_on_an_idle_thread_starts_at_once(store: SqliteStore) -> None:
+async def test_queue_message_on_an_idle_thread_starts_at_once(
+    store: SqliteStore, make_agent: AgentFactory
+) -> None:
     model = ScriptedModel(replies=["queued answer"])
     agent = make_agent(store, model)
     decision = await agent.queue_message("go", resource_id=R, thread_id=T).accepted
     assert decision["action"] == "wake"
     assert (await decision["output"].result()).text == "queued answer"
-    await agent.close()
 
 
 # -- active thread -------------------------------------------------------------------------------
@@ -186,7 +180,7 @@ async def test_queue_message_on_an_idle_thread_starts_at_once(store: SqliteStore
 
 @pytest.mark.parametrize("by_run_id", [False, True], ids=["thread-target", "run-id-target"])
 async def test_deliver_reaches_the_next_step_even_after_the_model_finished(
-    store: SqliteStore, by_run_id: bool
+    store: SqliteStore, by_run_id: bool, make_agent: AgentFactory
 ) -> None:
     gated = Gated(["first answer", "second answer"], gated=(0,))
     agent = make_agent(store, gated.model)
@@ -212,11 +206,11 @@ async def test_deliver_reaches_the_next_step_even_after_the_model_finished(
         "second answer",
     ]
     assert {m.run_id for m in stored} == {woken["run_id"]}
-    await agent.close()
 
 
 async def test_signals_wait_for_the_tool_calls_of_the_step_then_follow_them(
     store: SqliteStore,
+    make_agent: AgentFactory,
 ) -> None:
     tool_started, tool_gate = asyncio.Event(), asyncio.Event()
 
@@ -243,10 +237,11 @@ async def test_signals_wait_for_the_tool_calls_of_the_step_then_follow_them(
     roles = [m["role"] for m in second if m["role"] != "system"]
     assert roles == ["user", "assistant", "tool", "user"]  # never cut into the tool exchange
     assert second[-1]["content"] == "<system-reminder>heads up</system-reminder>"
-    await agent.close()
 
 
-async def test_active_persist_is_stored_without_a_model_call(store: SqliteStore) -> None:
+async def test_active_persist_is_stored_without_a_model_call(
+    store: SqliteStore, make_agent: AgentFactory
+) -> None:
     gated = Gated(["only answer"], gated=(0,))
     agent = make_agent(store, gated.model)
     woken = await wake(agent, "start")
@@ -265,10 +260,11 @@ async def test_active_persist_is_stored_without_a_model_call(store: SqliteStore)
     # The next run has it in its history.
     await agent.generate("next", memory={"resource": R, "thread": T})
     assert "note for later" in user_texts(gated.calls[1])
-    await agent.close()
 
 
-async def test_active_discard_reaches_no_prompt_and_stores_nothing(store: SqliteStore) -> None:
+async def test_active_discard_reaches_no_prompt_and_stores_nothing(
+    store: SqliteStore, make_agent: AgentFactory
+) -> None:
     gated = Gated(["only answer"], gated=(0,))
     agent = make_agent(store, gated.model)
     woken = await wake(agent, "start")
@@ -283,10 +279,11 @@ async def test_active_discard_reaches_no_prompt_and_stores_nothing(store: Sqlite
     assert len(gated.calls) == 2
     assert all("forget me" not in str(call) for call in gated.calls)
     assert count_text(store, "forget me") == 0
-    await agent.close()
 
 
-async def test_branch_attributes_are_merged_for_the_branch_taken(store: SqliteStore) -> None:
+async def test_branch_attributes_are_merged_for_the_branch_taken(
+    store: SqliteStore, make_agent: AgentFactory
+) -> None:
     gated = Gated(["a", "b"], gated=(0,))
     agent = make_agent(store, gated.model)
     woken = await wake(
@@ -325,6 +322,7 @@ async def _pending(store: SqliteStore) -> None:
 
 async def test_messages_sent_while_the_woken_run_starts_are_in_its_first_call(
     store: SqliteStore,
+    make_agent: AgentFactory,
 ) -> None:
     """The window between winning the wake (lease taken) and the run's first claim: messages
     delivered there must reach the first model call, not wait for a second step."""
@@ -352,7 +350,9 @@ async def test_messages_sent_while_the_woken_run_starts_are_in_its_first_call(
 # -- queue ---------------------------------------------------------------------------------------
 
 
-async def test_queued_messages_run_one_at_a_time_in_fifo_order(store: SqliteStore) -> None:
+async def test_queued_messages_run_one_at_a_time_in_fifo_order(
+    store: SqliteStore, make_agent: AgentFactory
+) -> None:
     gated = Gated(["first"], gated=(0,))
     agent = make_agent(store, gated.model)
     woken = await wake(agent, "start")
@@ -452,7 +452,8 @@ BAD_CALLS: list[tuple[str, str, Any, dict[str, Any], str]] = [
     ids=[case[0] for case in BAD_CALLS],
 )
 async def test_bad_input_raises_from_the_call_and_stores_nothing(
-    store: SqliteStore, method: str, message: Any, kwargs: dict[str, Any], expected: str
+    store: SqliteStore, method: str, message: Any, kwargs: dict[str, Any], expected: str,
+    make_agent: AgentFactory,
 ) -> None:
     model = ScriptedModel(replies=[])
     agent = make_agent(store, model)
@@ -467,6 +468,7 @@ async def test_bad_input_raises_from_the_call_and_stores_nothing(
 
 async def test_unknown_run_id_without_a_thread_fails_accepted_and_stores_nothing(
     store: SqliteStore,
+    make_agent: AgentFactory,
 ) -> None:
     agent = make_agent(store, ScriptedModel(replies=[]))
     receipt = agent.send_message("lost", run_id="no-such-run")
@@ -474,4 +476,3 @@ async def test_unknown_run_id_without_a_thread_fails_accepted_and_stores_nothing
         await receipt.accepted
     for table in ("signals", "messages", "events", "threads", "runs"):
         assert count_rows(store, table) == 0, table
-    await agent.close()
