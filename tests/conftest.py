@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.common import AgentFactory, StoreFactory
+from helpers.common import AgentFactory, Seen, StoreFactory
 from openai_server import FakeOpenAIServer
 
 from tui_agent import Agent, Memory, SqliteStore
@@ -132,14 +132,20 @@ def memory(store: SqliteStore) -> Memory:
 
 
 @pytest.fixture
+def seen() -> Seen:
+    return Seen()
+
+
+@pytest.fixture
 async def agents(stores: StoreFactory) -> AsyncIterator[AgentFactory]:
-    """``agents(**options)`` builds an Agent (name "test" and instructions "Be brief." unless
-    given); each is closed after the test: its dispatcher stopped, its runs ended. Depends on
-    ``stores`` so that agents close before their stores do."""
+    """``agents(**options)`` builds an Agent, ``agents(SubClass, **options)`` a subclass (name
+    "test" and instructions "Be brief." unless given); each is closed after the test: its
+    dispatcher stopped, its runs ended. Depends on ``stores`` so that agents close before their
+    stores do."""
     made: list[Agent] = []
 
-    def make(**options: Any) -> Agent:
-        made.append(Agent(**{"name": "test", "instructions": "Be brief.", **options}))
+    def make(cls: type[Agent] = Agent, /, **options: Any) -> Agent:
+        made.append(cls(**{"name": "test", "instructions": "Be brief.", **options}))
         return made[-1]
 
     yield make

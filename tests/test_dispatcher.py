@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import AgentFactory, Seen, StoreFactory
 
 from tui_agent import Agent, Memory, SqliteStore
 from tui_agent.notifications.dispatcher import dispatch_due, ensure_dispatcher
@@ -22,18 +23,6 @@ R, T = "user-1", "thread-1"
 MANUAL = {"dispatch_interval_s": 3600}
 
 
-class Seen:
-    def __init__(self) -> None:
-        self.calls: list[list[dict[str, Any]]] = []
-
-    def __call__(self, messages: list[dict[str, Any]], tools: Any) -> str:
-        self.calls.append(messages)
-        return "ok"
-
-    def user_texts(self) -> list[str]:
-        return [m["content"] for call in self.calls for m in call if m["role"] == "user"]
-
-
 class BrokenAgent(Agent):
     """An agent whose signal routing fails (as a misconfigured agent's would)."""
 
@@ -42,23 +31,9 @@ class BrokenAgent(Agent):
 
 
 @pytest.fixture
-async def memory(tmp_path: Path) -> Any:
-    mem = Memory(store=SqliteStore(tmp_path / "db.sqlite"))
-    yield mem
-    await mem.store.close()
-
-
-@pytest.fixture
-def seen() -> Seen:
-    return Seen()
-
-
-@pytest.fixture
-async def agent(memory: Any, seen: Seen) -> Any:
-    a = Agent(name="inbox", instructions="triage", model=ScriptedModel(handler=seen),
-              memory=memory, notifications=MANUAL)
-    yield a
-    await a.close()
+def agent(agents: AgentFactory, memory: Any, seen: Seen) -> Any:
+    return agents(name="inbox", instructions="triage", model=ScriptedModel(handler=seen),
+                  memory=memory, notifications=MANUAL)
 
 
 async def make_active(memory: Any, thread_id: str = T) -> str:
@@ -145,10 +120,12 @@ async def test_high_held_while_active_is_delivered_once_idle(
     assert (await dispatch_due(agent))["delivered"] == 0
 
 
-async def test_deferred_delivery_waits_for_its_time(memory: Any, seen: Seen) -> None:
-    agent = Agent(name="d", instructions="x", model=ScriptedModel(handler=seen), memory=memory,
-                  notifications={**MANUAL, "delivery_policy": {"sources": {"rss": {
-                      "action": "defer", "deliver_at": time.time() + 3600}}}})
+async def test_deferred_delivery_waits_for_its_time(
+    agents: AgentFactory, memory: Any, seen: Seen
+) -> None:
+    agent = agents(name="d", instructions="x", model=ScriptedModel(handler=seen), memory=memory,
+                   notifications={**MANUAL, "delivery_policy": {"sources": {"rss": {
+                       "action": "defer", "deliver_at": time.time() + 3600}}}})
     run_id = await make_active(memory)
     result = await agent.send_notification_signal(note("rss"), resource_id=R, thread_id=T)
     assert result["record"].deliver_at is not None
@@ -161,12 +138,13 @@ async def test_deferred_delivery_waits_for_its_time(memory: Any, seen: Seen) -> 
     ]
     assert (await memory.get_notification(result["record"].id)).status == "delivered"
     await end_run(memory, run_id)
-    await agent.close()
 
 
-async def test_a_delivery_that_keeps_failing_ends_as_failed(memory: Any, seen: Seen) -> None:
-    agent = BrokenAgent(name="b", instructions="x", model=ScriptedModel(handler=seen),
-                        memory=memory, notifications=MANUAL)
+async def test_a_delivery_that_keeps_failing_ends_as_failed(
+    agents: AgentFactory, memory: Any, seen: Seen
+) -> None:
+    agent = agents(BrokenAgent, name="b", instructions="x", model=ScriptedModel(handler=seen),
+                   memory=memory, notifications=MANUAL)
     result = await agent.send_notification_signal(note(priority="urgent"), resource_id=R,
                                                   thread_id=T)
     assert "routing is down" in result["delivery_error"]
@@ -183,9 +161,11 @@ async def test_a_delivery_that_keeps_failing_ends_as_failed(memory: Any, seen: S
     assert record.last_delivery_error == "RuntimeError: routing is down"
 
 
-async def test_a_digest_that_keeps_failing_ends_as_failed(memory: Any, seen: Seen) -> None:
-    agent = BrokenAgent(name="b", instructions="x", model=ScriptedModel(handler=seen),
-                        memory=memory, notifications=MANUAL)
+async def test_a_digest_that_keeps_failing_ends_as_failed(
+    agents: AgentFactory, memory: Any, seen: Seen
+) -> None:
+    agent = agents(BrokenAgent, name="b", instructions="x", model=ScriptedModel(handler=seen),
+                   memory=memory, notifications=MANUAL)
     record = (await agent.send_notification_signal(note(priority="low"), resource_id=R,
                                                    thread_id=T))["record"]
     now = time.time()
@@ -199,26 +179,23 @@ async def test_a_digest_that_keeps_failing_ends_as_failed(memory: Any, seen: See
 
 
 async def test_two_stores_on_one_file_deliver_each_record_once(
-    tmp_path: Path, seen: Seen
+    agents: AgentFactory, stores: StoreFactory, tmp_path: Path, seen: Seen
 ) -> None:
     path = tmp_path / "shared.sqlite"
-    agents = [Agent(name=f"p{i}", instructions="x", model=ScriptedModel(handler=seen),
-                    memory=Memory(store=SqliteStore(path)),
+    peers = [agents(name=f"p{i}", instructions="x", model=ScriptedModel(handler=seen),
+                    memory=Memory(store=stores(path)),
                     notifications={**MANUAL, "delivery_policy": {"default": {
                         "action": "defer", "deliver_at": time.time() + 60}}})
-              for i in range(3)]
-    run_id = await make_active(agents[0].memory)
+             for i in range(3)]
+    run_id = await make_active(peers[0].memory)
     batch = [note(f"s{i % 5}", summary=f"n{i}") for i in range(150)]
-    await agents[0].send_notification_signal(batch, resource_id=R, thread_id=T)
+    await peers[0].send_notification_signal(batch, resource_id=R, thread_id=T)
     later = time.time() + 120
-    reports = await asyncio.gather(*(dispatch_due(a, now=later) for a in agents))
+    reports = await asyncio.gather(*(dispatch_due(a, now=later) for a in peers))
     assert sum(r["delivered"] for r in reports) == 150
-    delivered = Counter(s["metadata"]["notification_id"] for s in await routed(agents[0].memory))
+    delivered = Counter(s["metadata"]["notification_id"] for s in await routed(peers[0].memory))
     assert len(delivered) == 150 and set(delivered.values()) == {1}
-    await end_run(agents[0].memory, run_id)
-    for a in agents:
-        await a.close()
-        await a.memory.store.close()
+    await end_run(peers[0].memory, run_id)
 
 
 def _child_dispatch(path: str, later: float) -> None:
@@ -234,13 +211,13 @@ def _child_dispatch(path: str, later: float) -> None:
 
 
 async def test_processes_dispatching_at_once_deliver_each_record_once(
-    tmp_path: Path, seen: Seen
+    agents: AgentFactory, stores: StoreFactory, tmp_path: Path, seen: Seen
 ) -> None:
     path = str(tmp_path / "procs.sqlite")
-    memory = Memory(store=SqliteStore(path))
-    agent = Agent(name="parent", instructions="x", model=ScriptedModel(handler=seen),
-                  memory=memory, notifications={**MANUAL, "delivery_policy": {"default": {
-                      "action": "defer", "deliver_at": time.time() + 60}}})
+    memory = Memory(store=stores(path))
+    agent = agents(name="parent", instructions="x", model=ScriptedModel(handler=seen),
+                   memory=memory, notifications={**MANUAL, "delivery_policy": {"default": {
+                       "action": "defer", "deliver_at": time.time() + 60}}})
     run_id = await make_active(memory)
     await agent.send_notification_signal([note(f"s{i % 5}", summary=f"n{i}") for i in range(300)],
                                          resource_id=R, thread_id=T)
@@ -255,13 +232,13 @@ async def test_processes_dispatching_at_once_deliver_each_record_once(
     assert len(delivered) == 300 and set(delivered.values()) == {1}
     assert await memory.list_notifications(status="pending") == []
     await end_run(memory, run_id)
-    await agent.close()
-    await memory.store.close()
 
 
-async def test_the_background_dispatcher_sends_what_is_due(memory: Any, seen: Seen) -> None:
-    agent = Agent(name="bg", instructions="x", model=ScriptedModel(handler=seen), memory=memory,
-                  notifications={"dispatch_interval_s": 0.05})
+async def test_the_background_dispatcher_sends_what_is_due(
+    agents: AgentFactory, memory: Any, seen: Seen
+) -> None:
+    agent = agents(name="bg", instructions="x", model=ScriptedModel(handler=seen), memory=memory,
+                   notifications={"dispatch_interval_s": 0.05})
     dispatcher = ensure_dispatcher(agent)
     assert dispatcher is not None and dispatcher.interval_s == 0.05
     assert ensure_dispatcher(agent) is dispatcher  # idempotent

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import AgentFactory, Held
 
-from tui_agent import Agent, Memory, SqliteStore
+from tui_agent import Memory, SqliteStore
 from tui_agent.errors import ConfigError
 from tui_agent.testing import ScriptedModel
 
@@ -52,19 +53,14 @@ def test_a_bad_environment_value_names_the_variable(
         Memory(store=SqliteStore(tmp_path / "lease.db"))
 
 
-async def test_a_run_longer_than_its_ttl_keeps_the_thread(tmp_path: Path) -> None:
-    entered, gate = asyncio.Event(), asyncio.Event()
-
-    async def slow(messages: list[dict[str, Any]], tools: Any) -> str:
-        entered.set()
-        await gate.wait()
-        return "done"
-
-    store = SqliteStore(tmp_path / "lease.db")
+async def test_a_run_longer_than_its_ttl_keeps_the_thread(
+    store: SqliteStore, agents: AgentFactory
+) -> None:
+    held = Held("done")
     memory = Memory(store=store, lease_ttl_s=0.6, lease_renew_s=0.1)
-    agent = Agent(name="a", instructions="x", model=ScriptedModel(handler=slow), memory=memory)
+    agent = agents(name="a", instructions="x", model=ScriptedModel(handler=held), memory=memory)
     output = await agent.stream("go", memory={"resource": "r", "thread": "t"})
-    await asyncio.wait_for(entered.wait(), GUARD_S)
+    await asyncio.wait_for(held.entered.wait(), GUARD_S)
     first = await store.active_run("t")
     assert first is not None
     deadline = time.monotonic() + 3 * memory.lease_ttl_s  # outlive the TTL several times
@@ -73,8 +69,6 @@ async def test_a_run_longer_than_its_ttl_keeps_the_thread(tmp_path: Path) -> Non
         live = await store.active_run("t")
         assert live is not None and live.run_id == first.run_id, "the lease lapsed mid-run"
     assert live.expires_at > first.expires_at
-    gate.set()
+    held.gate.set()
     assert (await output.result()).text == "done"
     assert await store.active_run("t") is None
-    await agent.close()
-    await store.close()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import AgentFactory, Seen
 
-from tui_agent import Agent, Memory, SqliteStore
+from tui_agent import Agent
 from tui_agent.errors import ConfigError, SignalError, StoreError
 from tui_agent.notifications import default_decision
 from tui_agent.testing import ScriptedModel
@@ -17,40 +17,20 @@ from tui_agent.testing import ScriptedModel
 R, T = "user-1", "thread-1"
 
 
-class Seen:
-    def __init__(self) -> None:
-        self.calls: list[list[dict[str, Any]]] = []
+@pytest.fixture
+def make_agent(agents: AgentFactory, memory: Any, seen: Seen) -> AgentFactory:
+    """``make_agent(notifications=None)``: an inbox agent on ``memory`` whose model is ``seen``."""
 
-    def __call__(self, messages: list[dict[str, Any]], tools: Any) -> str:
-        self.calls.append(messages)
-        return "ok"
+    def make(notifications: Any = None) -> Agent:
+        return agents(name="inbox", instructions="triage", model=ScriptedModel(handler=seen),
+                      memory=memory, notifications=notifications)
 
-    def user_texts(self) -> list[str]:
-        return [m["content"] for call in self.calls for m in call if m["role"] == "user"]
+    return make
 
 
 @pytest.fixture
-async def memory(tmp_path: Path) -> Any:
-    mem = Memory(store=SqliteStore(tmp_path / "db.sqlite"))
-    yield mem
-    await mem.store.close()
-
-
-@pytest.fixture
-def seen() -> Seen:
-    return Seen()
-
-
-def make_agent(memory: Any, seen: Seen, notifications: Any = None) -> Agent:
-    return Agent(name="inbox", instructions="triage", model=ScriptedModel(handler=seen),
-                 memory=memory, notifications=notifications)
-
-
-@pytest.fixture
-async def agent(memory: Any, seen: Seen) -> Any:
-    a = make_agent(memory, seen)
-    yield a
-    await a.close()
+def agent(make_agent: AgentFactory) -> Any:
+    return make_agent()
 
 
 async def notify(agent: Any, n: Any, **kw: Any) -> Any:
@@ -206,13 +186,13 @@ async def test_a_list_in_gives_a_list_out(agent: Any, memory: Any) -> None:
 # -- configured policy -----------------------------------------------------------------------------
 
 async def test_policy_order_decide_then_source_then_priority_then_default(
-    memory: Any, seen: Seen
+    memory: Any, seen: Seen, make_agent: AgentFactory
 ) -> None:
     def decide(record: Any, thread_state: str) -> Any:
         assert thread_state == "idle"
         return "discard" if record.kind == "spam" else None
 
-    agent = make_agent(memory, seen, {"delivery_policy": {
+    agent = make_agent({"delivery_policy": {
         "decide": decide,
         "sources": {"slack": "persist"},
         "priorities": {"low": {"action": "defer", "deliver_at": datetime(2030, 1, 1)}},
@@ -235,39 +215,38 @@ async def test_policy_order_decide_then_source_then_priority_then_default(
         f'<notification id="{slack["record"].id}" source="slack" kind="dm" priority="low">hi'
         "</notification>"
     ]
-    await agent.close()
 
 
-async def test_async_decide_with_a_time(memory: Any, seen: Seen) -> None:
+async def test_async_decide_with_a_time(make_agent: AgentFactory) -> None:
     later = datetime.now(UTC) + timedelta(minutes=30)
 
     async def decide(record: Any, thread_state: str) -> Any:
         return {"action": "summarize", "summary_at": later, "reason": "batch lows"}
 
-    agent = make_agent(memory, seen, {"delivery_policy": {"decide": decide}})
+    agent = make_agent({"delivery_policy": {"decide": decide}})
     result = await notify(agent, gh(priority="urgent"))
     assert result["decision"].reason == "batch lows"
     assert result["record"].summary_at == later
-    await agent.close()
 
 
-async def test_policy_returning_unknown_action_stores_nothing(memory: Any, seen: Seen) -> None:
-    agent = make_agent(memory, seen, {"delivery_policy": {"decide": lambda r, s: "shout"}})
+async def test_policy_returning_unknown_action_stores_nothing(
+    memory: Any, make_agent: AgentFactory
+) -> None:
+    agent = make_agent({"delivery_policy": {"decide": lambda r, s: "shout"}})
     with pytest.raises(ConfigError, match="'shout'"):
         await notify(agent, [gh("fine"), gh("also fine")])
     assert await memory.list_notifications() == []
-    await agent.close()
 
 
-def test_bad_policy_config_fails_at_construction(memory: Any, seen: Seen) -> None:
+def test_bad_policy_config_fails_at_construction(make_agent: AgentFactory) -> None:
     with pytest.raises(ConfigError, match="'explode'"):
-        make_agent(memory, seen, {"delivery_policy": {"priorities": {"low": "explode"}}})
+        make_agent({"delivery_policy": {"priorities": {"low": "explode"}}})
     with pytest.raises(ConfigError, match="priority 'critical'"):
-        make_agent(memory, seen, {"delivery_policy": {"priorities": {"critical": "deliver"}}})
+        make_agent({"delivery_policy": {"priorities": {"critical": "deliver"}}})
     with pytest.raises(ConfigError, match="deliver_at"):
-        make_agent(memory, seen, {"delivery_policy": {"default": "defer"}})
+        make_agent({"delivery_policy": {"default": "defer"}})
     with pytest.raises(ConfigError, match="delivery_policy"):
-        make_agent(memory, seen, {"deliveryPolicy": {}})
+        make_agent({"deliveryPolicy": {}})
 
 
 # -- inbox operations ------------------------------------------------------------------------------
@@ -331,14 +310,13 @@ async def test_bad_notification_raises_and_stores_nothing(
     assert await memory.store.get_thread(T) is None
 
 
-async def test_target_and_memory_are_required(memory: Any, seen: Seen) -> None:
-    agent = make_agent(memory, seen)
+async def test_target_and_memory_are_required(make_agent: AgentFactory) -> None:
+    agent = make_agent()
     with pytest.raises(SignalError, match="resource_id"):
         await agent.send_notification_signal(gh(), thread_id=T)
     bare = Agent(name="bare", instructions="x", model=ScriptedModel(replies=["ok"]))
     with pytest.raises(ConfigError, match="no memory"):
         await bare.send_notification_signal(gh(), resource_id=R, thread_id=T)
-    await agent.close()
 
 
 async def test_thread_of_another_resource_is_refused(agent: Any, memory: Any) -> None:

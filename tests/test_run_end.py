@@ -4,29 +4,24 @@ in the thread's history as persisted — accepted as ``deliver``, so never dropp
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
-from typing import Any
 
-from tui_agent import Agent, Memory, SqliteStore
+from helpers.common import AgentFactory, Held
+
+from tui_agent import Memory, SqliteStore
 from tui_agent.testing import ScriptedModel
 
 R, T = "res-1", "thread-1"
 GUARD_S = 10.0  # failure guard only
 
 
-async def test_signals_pending_at_abort_are_kept_as_history(tmp_path: Path) -> None:
-    entered, gate = asyncio.Event(), asyncio.Event()
-
-    async def slow(messages: list[dict[str, Any]], tools: Any) -> str:
-        entered.set()
-        await gate.wait()  # never released: the run is aborted while the model "thinks"
-        return "never"
-
-    store = SqliteStore(tmp_path / "abort.db")
-    agent = Agent(name="a", instructions="x", model=ScriptedModel(handler=slow),
-                  memory=Memory(store=store))
+async def test_signals_pending_at_abort_are_kept_as_history(
+    store: SqliteStore, agents: AgentFactory
+) -> None:
+    held = Held("never")  # never released: the run is aborted while the model "thinks"
+    agent = agents(name="a", instructions="x", model=ScriptedModel(handler=held),
+                   memory=Memory(store=store))
     first = await agent.send_message("start", resource_id=R, thread_id=T).accepted
-    await asyncio.wait_for(entered.wait(), GUARD_S)
+    await asyncio.wait_for(held.entered.wait(), GUARD_S)
     late = await agent.send_message("one more thing", resource_id=R, thread_id=T).accepted
     assert late == {"action": "deliver", "run_id": first["run_id"]}
 
@@ -46,5 +41,3 @@ async def test_signals_pending_at_abort_are_kept_as_history(tmp_path: Path) -> N
     # The late message is echoed before the run's abort, so watchers see it on the thread.
     assert types[-2:] == ["data-user-message", "abort"]
     sub.unsubscribe()
-    await agent.close()
-    await store.close()

@@ -85,6 +85,17 @@ async def wake(agent: Agent, message: Any = "hello", **kw: Any) -> dict[str, Any
     return decision
 
 
+async def held_run(
+    make_agent: AgentFactory, store: SqliteStore, replies: list[Any]
+) -> tuple[Gated, Agent, dict[str, Any]]:
+    """An agent whose run, woken by "start", is held in its first model call (gate 0)."""
+    gated = Gated(replies, gated=(0,))
+    agent = make_agent(store, gated.model)
+    woken = await wake(agent, "start")
+    await gated.wait_entered(0)
+    return gated, agent, woken
+
+
 # -- idle thread ---------------------------------------------------------------------------------
 
 
@@ -182,10 +193,7 @@ async def test_queue_message_on_an_idle_thread_starts_at_once(
 async def test_deliver_reaches_the_next_step_even_after_the_model_finished(
     store: SqliteStore, by_run_id: bool, make_agent: AgentFactory
 ) -> None:
-    gated = Gated(["first answer", "second answer"], gated=(0,))
-    agent = make_agent(store, gated.model)
-    woken = await wake(agent, "start")
-    await gated.wait_entered(0)
+    gated, agent, woken = await held_run(make_agent, store, ["first answer", "second answer"])
     target = {"run_id": woken["run_id"]} if by_run_id else {"resource_id": R, "thread_id": T}
     receipts = [agent.send_message(f"extra {i}", **target) for i in range(3)]
     for receipt in receipts:
@@ -242,10 +250,7 @@ async def test_signals_wait_for_the_tool_calls_of_the_step_then_follow_them(
 async def test_active_persist_is_stored_without_a_model_call(
     store: SqliteStore, make_agent: AgentFactory
 ) -> None:
-    gated = Gated(["only answer"], gated=(0,))
-    agent = make_agent(store, gated.model)
-    woken = await wake(agent, "start")
-    await gated.wait_entered(0)
+    gated, agent, woken = await held_run(make_agent, store, ["only answer"])
     receipt = agent.send_message(
         "note for later", resource_id=R, thread_id=T, if_active={"behavior": "persist"}
     )
@@ -265,10 +270,7 @@ async def test_active_persist_is_stored_without_a_model_call(
 async def test_active_discard_reaches_no_prompt_and_stores_nothing(
     store: SqliteStore, make_agent: AgentFactory
 ) -> None:
-    gated = Gated(["only answer"], gated=(0,))
-    agent = make_agent(store, gated.model)
-    woken = await wake(agent, "start")
-    await gated.wait_entered(0)
+    gated, agent, woken = await held_run(make_agent, store, ["only answer"])
     receipt = agent.send_message(
         "forget me", resource_id=R, thread_id=T, if_active={"behavior": "discard"}
     )
@@ -353,10 +355,7 @@ async def test_messages_sent_while_the_woken_run_starts_are_in_its_first_call(
 async def test_queued_messages_run_one_at_a_time_in_fifo_order(
     store: SqliteStore, make_agent: AgentFactory
 ) -> None:
-    gated = Gated(["first"], gated=(0,))
-    agent = make_agent(store, gated.model)
-    woken = await wake(agent, "start")
-    await gated.wait_entered(0)
+    gated, agent, woken = await held_run(make_agent, store, ["first"])
     sub = await agent.subscribe_to_thread(resource_id=R, thread_id=T)
     receipts = [agent.queue_message(f"q{i}", resource_id=R, thread_id=T) for i in range(3)]
     decisions = [await r.accepted for r in receipts]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import AgentFactory, Seen
 
-from tui_agent import Agent, Memory, SqliteStore
+from tui_agent import Agent, Memory
 from tui_agent.errors import ConfigError, SignalError
 from tui_agent.state import merge_patch
 from tui_agent.testing import ScriptedModel
@@ -16,38 +16,17 @@ from tui_agent.testing import ScriptedModel
 R, T = "user-1", "thread-1"
 
 
-class Seen:
-    """A model handler that records the last user message of every call."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[dict[str, Any]]] = []
-
-    def __call__(self, messages: list[dict[str, Any]], tools: Any) -> str:
-        self.calls.append(messages)
-        return "ok"
-
-    def user_texts(self) -> list[str]:
-        return [m["content"] for call in self.calls for m in call if m["role"] == "user"]
+@pytest.fixture
+async def memory(memory: Memory) -> Memory:
+    """conftest's memory, with the thread T of resource R."""
+    await memory.store.ensure_thread(T, R)
+    return memory
 
 
 @pytest.fixture
-async def memory(tmp_path: Path) -> Any:
-    mem = Memory(store=SqliteStore(tmp_path / "db.sqlite"))
-    await mem.store.ensure_thread(T, R)
-    yield mem
-    await mem.store.close()
-
-
-@pytest.fixture
-async def seen() -> Seen:
-    return Seen()
-
-
-@pytest.fixture
-async def agent(memory: Any, seen: Seen) -> Any:
-    a = Agent(name="lanes", instructions="watch", model=ScriptedModel(handler=seen), memory=memory)
-    yield a
-    await a.close()
+def agent(agents: AgentFactory, memory: Memory, seen: Seen) -> Any:
+    return agents(name="lanes", instructions="watch", model=ScriptedModel(handler=seen),
+                  memory=memory)
 
 
 async def send(agent: Any, state: dict[str, Any], **kw: Any) -> dict[str, Any]:

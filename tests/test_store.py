@@ -20,13 +20,6 @@ R, T = "user-1", "thread-1"
 OWNER = "test-owner"
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> Any:
-    s = SqliteStore(tmp_path / "store.sqlite")
-    yield s
-    await s.close()
-
-
 def user_signal(text: str, **data: Any) -> SignalIn:
     return SignalIn(
         id=new_id(),

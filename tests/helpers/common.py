@@ -1,8 +1,9 @@
 """What several test files share: the types of conftest's ``agents`` and ``stores`` factories,
-and ``Seen``, a ScriptedModel handler that records every call."""
+and ScriptedModel handlers: ``Seen`` records every call, ``Held`` waits at a gate."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -25,3 +26,17 @@ class Seen:
 
     def user_texts(self) -> list[str]:
         return [m["content"] for call in self.calls for m in call if m["role"] == "user"]
+
+
+class Held:
+    """A model handler that sets ``entered`` when called, then answers ``reply`` once ``gate``
+    is set: the run stays mid-step for as long as a test needs (no sleeps)."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.entered, self.gate = asyncio.Event(), asyncio.Event()
+
+    async def __call__(self, messages: list[dict[str, Any]], tools: Any) -> str:
+        self.entered.set()
+        await self.gate.wait()
+        return self.reply
