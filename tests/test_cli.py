@@ -14,8 +14,9 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -28,7 +29,10 @@ class Command:
     """A running ``python -m tui_agent.cli ...``; its output is collected by reader threads,
     so a test can wait for a marker (a condition wait, not a sleep)."""
 
+    started: ClassVar[list[Command]] = []  # ended after each test by _commands_ended
+
     def __init__(self, *args: str, stdin: bool = False, env: dict[str, str] | None = None):
+        Command.started.append(self)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tui_agent.cli", *args],
             cwd=ROOT,
@@ -70,14 +74,31 @@ class Command:
         code = self.process.wait(TIMEOUT_S)
         self.wait_for("\0", "stdout")
         self.wait_for("\0", "stderr")
+        self._close_pipes()
+        return code, self.output["stdout"].rstrip("\0"), self.output["stderr"].rstrip("\0")
+
+    def end(self) -> None:
+        """Kill the command if it still runs (a test failed before finishing it)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(TIMEOUT_S)
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
         for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
             if pipe is not None:
                 pipe.close()
-        return code, self.output["stdout"].rstrip("\0"), self.output["stderr"].rstrip("\0")
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     return Command(*args, env=env).finish()
+
+
+@pytest.fixture(autouse=True)
+def _commands_ended() -> Iterator[None]:
+    yield
+    while Command.started:
+        Command.started.pop().end()
 
 
 @pytest.fixture
