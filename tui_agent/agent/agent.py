@@ -370,13 +370,14 @@ class Agent:
             await asyncio.gather(*(o.result() for o in outputs), return_exceptions=True)
 
     async def close(self) -> None:
-        """Stop background work (dispatcher) and wait for this agent's runs to end."""
+        """Wait for this agent's runs in this process to end (those of generate()/stream() too:
+        a run left going would write to a store its caller closes next, reopening it), then stop
+        background work (dispatcher)."""
         from tui_agent.notifications.dispatcher import stop_dispatcher
 
+        await self.wait_for_local_runs()
         await stop_dispatcher(self)
-        tasks = [t for t in self._background if not t.done()]
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self.wait_for_local_runs()  # a run that the dispatcher's last pass woke
 
 
 def _input_messages(messages: Any) -> list[dict[str, Any]]:
