@@ -230,6 +230,19 @@ async def test_a_run_that_fails_mid_answer_keeps_the_partial_text(
     assert stored[-1].metadata.get("failed") is True
 
 
+async def test_close_waits_for_a_streamed_run_so_its_store_can_be_closed_next(
+    memory: Memory, make_agent: AgentFactory
+) -> None:
+    agent = make_agent(ScriptedModel(["an answer in a few chunks"], delay_s=0.01), memory)
+    output = await agent.stream("hi", **on("t1"))
+    await agent.close()
+    assert output.done(), "close() returned while the run still wrote to the store"
+    await memory.store.close()
+    assert (await output.result()).text == "an answer in a few chunks"
+    stored = await memory.list_messages("t1")
+    assert roles(stored) == [("user", "hi"), ("assistant", "an answer in a few chunks")]
+
+
 # -- bad input stores nothing ----------------------------------------------------------------
 
 
