@@ -155,18 +155,20 @@ def test_watch_json_prints_a_run_woken_by_another_process(db: str) -> None:
     assert {c["run_id"] for c in chunks} == {err.split()[-1]}
 
 
-def test_send_into_another_process_live_run_is_delivered(db: str) -> None:
-    slow = {"CLI_TEST_DELAY_S": "0.05"}
+def test_send_into_another_process_live_run_is_delivered(db: str, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    held = {"CLI_TEST_GATE": str(gate)}
     watch = Command("--db", db, "watch", "--agent", SCRIPTED, "-t", "busy", "--json")
     watch.wait_for("watching", "stderr")
     first = Command("--db", db, "send", "--agent", SCRIPTED, "-t", "busy", "--as", "ann",
-                    "a long first message that takes a while to echo back", env=slow)
-    watch.wait_for('"type": "text-delta"')  # the first run is live (in the first process)
+                    "a long first message that takes a while to echo back", env=held)
+    watch.wait_for('"type": "step-start"')  # the first run is live, its model held at the gate
     code, _, err = run("--db", db, "send", "--agent", SCRIPTED, "-t", "busy", "--as", "bob",
                        "second")
     assert code == 0
     run_id = first.wait_for("wake → run", "stderr").split("wake → run ")[1].split()[0]
     assert err.strip() == f"deliver → run {run_id}"
+    gate.touch()
     code, out, _ = first.finish()  # the first process answers both, in one run
     assert code == 0
     assert "bob › second" in out

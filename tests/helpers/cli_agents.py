@@ -1,13 +1,16 @@
 """Agents for the CLI tests, loaded with ``--agent tests/helpers/cli_agents.py:NAME``.
 
 They run on ScriptedModel (no model, no network). ``scripted`` answers ``echo: <last user
-message>``; its pace comes from ``CLI_TEST_DELAY_S`` (seconds between 4-character chunks) so a
-test can keep a run live while another process sends into it.
+message>``; its pace comes from ``CLI_TEST_DELAY_S`` (seconds between 4-character chunks), and
+with ``CLI_TEST_GATE=<path>`` each model call waits until that file exists, so a test can hold
+a run live, for sure, while another process sends into it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+from pathlib import Path
 from typing import Any
 
 from tui_agent import Agent, create_tool
@@ -30,6 +33,13 @@ def _echo(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
     return f"echo: {text}"
 
 
+async def _gated_echo(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+    gate = os.environ.get("CLI_TEST_GATE")
+    while gate and not Path(gate).exists():
+        await asyncio.sleep(0.02)  # waiting for the test to open the gate (a file it creates)
+    return _echo(messages, tools)
+
+
 def _shout(tool_input: dict[str, Any]) -> str:
     return str(tool_input["text"]).upper()
 
@@ -40,7 +50,7 @@ def scripted() -> Agent:
         id="scripted",
         name="scripted",
         instructions="Echo the user.",
-        model=ScriptedModel(handler=_echo, chunk_size=4, delay_s=delay),
+        model=ScriptedModel(handler=_gated_echo, chunk_size=4, delay_s=delay),
         tools={
             "shout": create_tool(
                 id="shout",
