@@ -87,6 +87,9 @@ def demo_tools() -> dict[str, Any]:
     }
 
 
+LOCAL_MAX_TOKENS = 400
+
+
 def is_local(model: str) -> bool:
     return model.startswith("local/")
 
@@ -98,6 +101,9 @@ def build_demo_agent(model: str, *, tools: bool | None, memory: Any) -> Any:
     if not isinstance(model, str) or not model:
         raise ConfigError("--model needs a router string such as 'local/smollm2'")
     use_tools = (not is_local(model)) if tools is None else tools
+    # A 135M model can ramble until its context is full (minutes at ~85 tokens/s): a cap keeps
+    # every answer to a few seconds.
+    settings = {"max_tokens": LOCAL_MAX_TOKENS} if is_local(model) else {}
     return Agent(
         id=DEMO_ID,
         name="demo",
@@ -105,4 +111,5 @@ def build_demo_agent(model: str, *, tools: bool | None, memory: Any) -> Any:
         model=model,
         tools=demo_tools() if use_tools else None,
         memory=memory,
+        default_options={"model_settings": settings},
     )
