@@ -44,3 +44,17 @@ def test_agent_access_is_light() -> None:
         pytest.skip("tui_agent.agent.agent does not exist yet")
     assert loaded_after("import tui_agent\ntui_agent.Agent") == {
         "litellm": False, "textual": False}
+
+
+def test_no_core_module_imports_textual() -> None:
+    """The core never imports the UI: every module of the package (the future Textual app,
+    ``tui_agent.app``, and ``__main__`` entry points, which run on import, excepted) is
+    imported and textual must still be absent."""
+    code = (
+        "import importlib, pkgutil, tui_agent\n"
+        "for info in pkgutil.walk_packages(tui_agent.__path__, 'tui_agent.'):\n"
+        "    app = info.name == 'tui_agent.app' or info.name.startswith('tui_agent.app.')\n"
+        "    if not app and not info.name.endswith('.__main__'):\n"
+        "        importlib.import_module(info.name)\n"
+    )
+    assert loaded_after(code)["textual"] is False
