@@ -84,6 +84,7 @@ class Run:
         self._flush_waiting = False
         self.local_signals: list[dict[str, Any]] = []  # memoryless runs only
         self.accepting_signals = True
+        self._finished = False  # the run's end is written and its finish chunk emitted
         self._tool_context = ToolContext(
             agent=agent,
             run_id=self.run_id,
@@ -475,15 +476,20 @@ class Run:
 
     async def _try_release(self, finish_reason: str) -> bool:
         """Finish and release the thread unless signals arrived (then: go on)."""
+        return await self._end_finished(finish_reason, force=False)
+
+    async def _end_finished(self, finish_reason: str, *, force: bool) -> bool:
+        """Write the run's end (with memory), emit ``finish``, and start the queued run the
+        store handed us. False if signals arrived meanwhile and ``force`` was not given."""
         payload = self._finish_payload(finish_reason)
-        outcome = await self._end_in_store("finished", finish_reason, payload, force=False)
-        if outcome is None or not outcome.finished:
+        outcome = await self._end_in_store("finished", finish_reason, payload, force=force)
+        if outcome is not None and not outcome.finished:
             return False
-        self._finished_in_store = True
+        self._finished = True
         self.output.push(
             {"type": "finish", "run_id": self.run_id, "from": "AGENT", "payload": payload}
         )
-        if outcome.next_run_id:
+        if outcome is not None and outcome.next_run_id:
             self.agent._start_queued_run(self.thread_id, self.resource_id, outcome.next_run_id)
         return True
 
@@ -530,14 +536,8 @@ class Run:
 
     async def _finish(self, finish_reason: str) -> GenerateResult:
         result = self.result(finish_reason)
-        if not getattr(self, "_finished_in_store", False):
-            payload = self._finish_payload(finish_reason)
-            outcome = await self._end_in_store("finished", finish_reason, payload, force=True)
-            self.output.push(
-                {"type": "finish", "run_id": self.run_id, "from": "AGENT", "payload": payload}
-            )
-            if outcome is not None and outcome.next_run_id:
-                self.agent._start_queued_run(self.thread_id, self.resource_id, outcome.next_run_id)
+        if not self._finished:
+            await self._end_finished(finish_reason, force=True)
         result.scores = await self.agent._score(self, result)
         return result
 
