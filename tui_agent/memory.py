@@ -99,6 +99,14 @@ class Memory(StateLanesMixin, InboxMixin):
     ) -> list[MessageRecord]:
         return await self.store.list_messages(thread_id, limit=limit, before=before)
 
+    async def thread_activity(self) -> dict[str, tuple[int, bool]]:
+        """``{thread_id: (message count, a run is live)}`` for every thread with either."""
+        return await self.store.thread_activity()
+
+    async def thread_usage(self, thread_id: str) -> dict[str, int]:
+        """``{"input_tokens", "output_tokens"}`` of all the thread's ended runs."""
+        return await self.store.thread_usage(thread_id)
+
     async def model_history(
         self, thread_id: str, last_messages: int | None = None
     ) -> list[dict[str, Any]]:

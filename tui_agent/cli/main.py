@@ -21,11 +21,13 @@ _DESCRIPTION = """\
 Agents on shared, live threads. Every command works on one thread of a store (a SQLite file):
 several terminals on the same --db and --resource/--thread see the same conversation live.
 
-  tui-agent chat                       chat with the demo agent on the local model
+  tui-agent                            the app: live thread panes (ctrl+o opens threads)
+  tui-agent --demo                     the app on a live demo thread (no key, no network)
+  tui-agent chat                       a line-based chat with the demo agent
   tui-agent send --thread main "hi"    send one message (wakes a run or joins the live one)
   tui-agent watch --thread main        print the thread's live stream until Ctrl-C
 
-With no command, `chat` runs.
+With no command, the app runs.
 """
 
 _COMMON_EPILOG = """\
@@ -42,7 +44,8 @@ agents:  --agent path/to/agents.py:name (or package.module:name) loads your own 
 # (SUPPRESS), and the defaults are filled in afterwards, so neither overwrites the other.
 _DEFAULTS: dict[str, Any] = {
     "db": None, "resource": None, "thread": None, "agent": None, "agent_name": None,
-    "model": None, "tools": None, "as_name": None, "attr": None,
+    "model": None, "tools": None, "as_name": None, "attr": None, "demo": False,
+    "no_warm": False,
 }
 
 
@@ -84,10 +87,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tui-agent {__version__}")
     _common(parser)
     _sender(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{chat,send,watch}")
+    parser.add_argument("--demo", action="store_true", default=argparse.SUPPRESS,
+                        help="open the app on the live demo thread demo/demo: three people, a "
+                             "browser state lane and notifications, on the local model")
+    parser.add_argument("--no-warm", action="store_true", default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS)  # tests: don't load the model in the background
+    sub = parser.add_subparsers(dest="command", metavar="{chat,send,watch}",
+                                help="with none, the app opens")
     fmt = argparse.RawDescriptionHelpFormatter
 
-    chat = sub.add_parser("chat", help="a line-based chat on a thread (the default)",
+    chat = sub.add_parser("chat", help="a line-based chat on a thread",
                           formatter_class=fmt, epilog=_CHAT_EPILOG + "\n" + _COMMON_EPILOG)
     _common(chat)
     _sender(chat)
@@ -131,7 +140,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for name, value in _DEFAULTS.items():
         if not hasattr(args, name):
             setattr(args, name, value)
-    args.command = args.command or "chat"
+    args.command = args.command or "app"
+    if args.demo and args.command != "app":
+        build_parser().error("--demo opens the app: use it without a command")
     return args
 
 
@@ -171,8 +182,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         from tui_agent.cli.send import run_send as command
     elif args.command == "watch":
         from tui_agent.cli.watch import run_watch as command
-    else:
+    elif args.command == "chat":
         from tui_agent.cli.chat import run_chat as command
+    else:
+        from tui_agent.app.main import run_app as command
     return int(await command(args))
 
 

@@ -290,6 +290,28 @@ class SqliteStore:
         )
         return [event_chunk(row) for row in rows]
 
+    async def thread_activity(self) -> dict[str, tuple[int, bool]]:
+        """Every thread's message count and whether a run is live on it (an unexpired lease)."""
+        counts = await self.fetchall("SELECT thread_id, COUNT(*) FROM messages GROUP BY thread_id")
+        live = await self.fetchall(
+            "SELECT thread_id FROM leases WHERE expires_at > ?", (time.time(),)
+        )
+        live_ids = {row[0] for row in live}
+        activity = {row[0]: (int(row[1]), row[0] in live_ids) for row in counts}
+        for thread_id in live_ids - activity.keys():
+            activity[thread_id] = (0, True)
+        return activity
+
+    async def thread_usage(self, thread_id: str) -> dict[str, int]:
+        """Tokens of every ended run on the thread, summed from the runs' end events."""
+        row = await self.fetchone(
+            "SELECT COALESCE(SUM(json_extract(payload, '$.usage.input_tokens')), 0),"
+            " COALESCE(SUM(json_extract(payload, '$.usage.output_tokens')), 0) FROM events"
+            " WHERE thread_id=? AND type IN ('finish', 'abort', 'error')",
+            (thread_id,),
+        )
+        return {"input_tokens": int(row[0]), "output_tokens": int(row[1])}
+
     async def last_event_seq(self, thread_id: str) -> int:
         row = await self.fetchone("SELECT MAX(seq) FROM events WHERE thread_id=?", (thread_id,))
         return int(row[0] or 0)

@@ -1,0 +1,312 @@
+"""``TuiAgentApp``: a grid of live thread panes on one agent.
+
+Up to ``MAX_VISIBLE`` panes show at once in a grid; more stay open (listed in the pane bar,
+``f6`` cycles through them all). Every binding has an id, so keys can be remapped
+(``App.set_keymap``); the footer and the help panel show the effective keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Container, Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tui_agent.app.screens.confirm import ConfirmScreen
+from tui_agent.app.screens.thread_picker import ThreadChoice, ThreadPicker
+from tui_agent.app.theme_files import (
+    DEFAULT_THEME,
+    discover_themes,
+    remember_theme,
+    remembered_theme,
+)
+from tui_agent.app.widgets.composer import Identity
+from tui_agent.app.widgets.thread_pane import PaneFocused, ThreadPane
+
+MAX_VISIBLE = 4
+
+
+@dataclass
+class AppConfig:
+    """What the command line decided: the agent, the threads to open, who you are."""
+
+    agent: Any
+    threads: list[tuple[str, str]]
+    identity: Identity
+    agent_label: str
+    model_label: str
+    default_resource: str
+    store_label: str = ""
+    warm_model: bool = True  # load the model (litellm, the local server) in the background
+    demo: bool = False
+    extra_css: list[str] = field(default_factory=list)
+
+
+class TuiAgentApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "tui-agent"
+    PAUSE_GC_ON_SCROLL = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+o", "open_thread", "Open", id="app.open_thread"),
+        Binding("ctrl+r", "swap_thread", "Swap", id="app.swap_thread"),
+        Binding("ctrl+w", "close_pane", "Close", id="app.close_pane"),
+        Binding("f6", "focus_pane(1)", "Next pane", id="app.next_pane"),
+        Binding("shift+f6", "focus_pane(-1)", "Prev pane", show=False, id="app.prev_pane"),
+        Binding("f11", "toggle_maximize", "Maximise", id="app.maximize"),
+        Binding("f1", "toggle_help", "Help", id="app.help"),
+    ]
+
+    def __init__(self, config: AppConfig) -> None:
+        super().__init__(css_path=[self.CSS_PATH, *config.extra_css])
+        self.config = config
+        self.panes: list[ThreadPane] = []  # every open pane, in the order they were opened
+        self._recent: list[ThreadPane] = []  # the same, least recently shown first
+        self._theme_errors: list[str] = []
+        self._demo_stop: Any = None
+
+    # -- layout --------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="pane-bar", markup=False)
+        with Horizontal(id="main"):
+            yield Container(id="panes")
+            yield Container(id="inbox")  # the notification sidebar (its own issue)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._load_themes()
+        for resource_id, thread_id in self.config.threads:
+            self.open_pane(resource_id, thread_id)
+        if self.config.warm_model:
+            self._warm_model()
+        if self.config.demo:
+            self._run_demo()
+
+    def _load_themes(self) -> None:
+        themes, self._theme_errors = discover_themes()
+        for theme in themes:
+            self.register_theme(theme)
+        wanted = remembered_theme() or DEFAULT_THEME
+        self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
+        for error in self._theme_errors:
+            self.notify(error, title="theme skipped", severity="warning", timeout=8)
+
+    def watch_theme(self, name: str) -> None:
+        if self.is_mounted:  # remember a choice, not the start-up default
+            remember_theme(name)
+
+    # -- panes ---------------------------------------------------------------------------------
+
+    def open_pane(self, resource_id: str, thread_id: str) -> ThreadPane:
+        """Open (or focus, if open) a pane on the thread."""
+        for pane in self.panes:
+            if (pane.resource_id, pane.thread_id) == (resource_id, thread_id):
+                self.show_pane(pane)
+                return pane
+        config = self.config
+        pane = ThreadPane(config.agent, resource_id, thread_id, identity=config.identity,
+                          agent_label=config.agent_label, model_label=config.model_label)
+        self.panes.append(pane)
+        self._recent.append(pane)
+        self.query_one("#panes").mount(pane)
+        self.show_pane(pane)
+        return pane
+
+    def visible_panes(self) -> list[ThreadPane]:
+        return [p for p in self.panes if p.display]
+
+    def show_pane(self, pane: ThreadPane) -> None:
+        """Make ``pane`` visible (hiding the least recently shown past MAX_VISIBLE), focus it."""
+        if pane in self._recent:
+            self._recent.remove(pane)
+            self._recent.append(pane)
+        visible = self._recent[-MAX_VISIBLE:]
+        for each in self.panes:
+            each.display = each in visible
+        self._layout_grid(len(visible))
+        self._focus(pane)
+
+    def _layout_grid(self, count: int) -> None:
+        grid = self.query_one("#panes")
+        grid.styles.grid_size_columns = 1 if count <= 1 else 2
+        grid.styles.grid_size_rows = 1 if count <= 2 else 2
+        self._update_bar()
+
+    def _focus(self, pane: ThreadPane) -> None:
+        for each in self.panes:
+            each.focused = each is pane
+        self.call_after_refresh(pane.focus_composer)
+        self._update_bar()
+
+    def focused_pane(self) -> ThreadPane | None:
+        for pane in self.panes:
+            if pane.focused:
+                return pane
+        return None
+
+    def _update_bar(self) -> None:
+        parts = []
+        for index, pane in enumerate(self.panes, start=1):
+            mark = "▸" if pane.focused else ("·" if pane.display else " ")
+            parts.append(f"{mark}{index} {pane.key}")
+        bar = self.query_one("#pane-bar", Static)
+        store = f"   store {self.config.store_label}" if self.config.store_label else ""
+        bar.update("  ".join(parts) + store if parts else "no thread open — ctrl+o opens one")
+
+    def _forget(self, pane: ThreadPane) -> None:
+        self.panes.remove(pane)
+        self._recent.remove(pane)
+
+    def on_pane_focused(self, message: PaneFocused) -> None:
+        if not message.pane.focused:
+            self._focus(message.pane)
+
+    def action_focus_pane(self, step: int) -> None:
+        if not self.panes:
+            return
+        current = self.focused_pane()
+        index = self.panes.index(current) if current in self.panes else -1
+        target = self.panes[(index + step) % len(self.panes)]
+        if target.display:
+            self._focus(target)
+        else:
+            self.show_pane(target)
+
+    def action_toggle_maximize(self) -> None:
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+        elif (pane := self.focused_pane()) is not None:
+            screen.maximize(pane, container=False)
+
+    async def action_close_pane(self) -> None:
+        pane = self.focused_pane()
+        if pane is None:
+            return
+        self._forget(pane)
+        await pane.remove()
+        if self._recent:
+            self.show_pane(self._recent[-1])
+        else:
+            self._layout_grid(0)
+
+    # -- thread picker -------------------------------------------------------------------------
+
+    def action_open_thread(self) -> None:
+        self._pick(replace=False)
+
+    def action_swap_thread(self) -> None:
+        self._pick(replace=True)
+
+    @work(exclusive=True, group="picker")
+    async def _pick(self, replace: bool) -> None:
+        choices = await self._thread_choices()
+        choice = await self.push_screen_wait(ThreadPicker(choices, self.config.default_resource))
+        if choice is None:
+            return
+        current = self.focused_pane()
+        if replace and current is not None:
+            self._forget(current)
+            await current.remove()
+        self.open_pane(choice.resource_id, choice.thread_id)
+
+    async def _thread_choices(self) -> list[ThreadChoice]:
+        memory = self.config.agent.memory
+        threads = await memory.list_threads()
+        activity = await memory.thread_activity()
+        return [
+            ThreadChoice(t.resource_id, t.id, t.title or "", *activity.get(t.id, (0, False)),
+                         updated_at=t.updated_at)
+            for t in threads
+        ]
+
+    # -- abort ---------------------------------------------------------------------------------
+
+    @work(group="confirm")
+    async def on_thread_pane_abort_requested(self, message: ThreadPane.AbortRequested) -> None:
+        pane = message.pane
+        question = f"Abort the live run on {pane.key}? Its partial answer is kept."
+        if await self.push_screen_wait(ConfirmScreen(question, yes="Abort")):
+            pane.abort_now()
+
+    # -- help and command palette --------------------------------------------------------------
+
+    def action_toggle_help(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def get_system_commands(self, screen: Screen[Any]) -> Any:
+        yield from super().get_system_commands(screen)
+        commands = [
+            ("Open thread", "Open a thread in a new pane (ctrl+o)", self.action_open_thread),
+            ("Swap thread", "Show another thread in this pane (ctrl+r)", self.action_swap_thread),
+            ("Close pane", "Close the focused pane (ctrl+w)", self.action_close_pane),
+            ("Maximise pane", "Maximise the focused pane or restore the grid (f11)",
+             self.action_toggle_maximize),
+        ]
+        for title, help_, callback in commands:
+            yield SystemCommand(title, help_, callback)
+        pane = self.focused_pane()
+        if pane is not None:
+            yield SystemCommand("Abort run", "Abort the focused pane's live run (ctrl+x)",
+                                pane.action_abort)
+            yield SystemCommand("Detach / attach", "Stop or resume watching this thread "
+                                "(ctrl+u)", pane.action_toggle_attach)
+            yield SystemCommand("Copy answer", "Copy the last answer's Markdown (ctrl+y)",
+                                pane.action_copy_message)
+            yield SystemCommand("Copy code block", "Copy the last answer's last code block "
+                                "(ctrl+k)", pane.action_copy_code)
+            yield SystemCommand("Toggle queue mode", "Send now or queue after the live run "
+                                "(ctrl+t)", pane.toggle_queue_mode)
+
+    # -- background work -----------------------------------------------------------------------
+
+    @work(group="model", exit_on_error=False)
+    async def _warm_model(self) -> None:
+        """Load the model off the UI: litellm's import (seconds), the local model's server."""
+        from tui_agent.cli.common import check_model
+        from tui_agent.errors import TuiAgentError
+
+        self.sub_title = f"loading {self.config.model_label}…"
+        try:
+            await check_model(self.config.agent, warm=True)
+        except TuiAgentError as error:
+            self.notify(str(error), title="model", severity="error", timeout=15)
+            self.sub_title = "model failed to load"
+            return
+        self.sub_title = f"{self.config.model_label} ready"
+
+    @work(group="demo", exit_on_error=False)
+    async def _run_demo(self) -> None:
+        import asyncio
+
+        from tui_agent.demo import DemoFeed
+
+        self._demo_stop = asyncio.Event()
+        feed = DemoFeed(self.config.agent, say=lambda text: self.notify(text, timeout=5))
+        await feed.run(self._demo_stop)
+
+    async def action_quit(self) -> None:
+        await self.shutdown()
+        self.exit(0)
+
+    async def shutdown(self) -> None:
+        """Stop the demo feed and this process's runs (other processes' runs go on)."""
+        import asyncio
+        import contextlib
+
+        if self._demo_stop is not None:
+            self._demo_stop.set()
+        agent = self.config.agent
+        for output in agent.local_runs():
+            output.abort()
+        for output in agent.local_runs():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(output.result(), 5.0)

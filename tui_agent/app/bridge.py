@@ -1,0 +1,190 @@
+"""The one module that speaks to both the agent core and Textual.
+
+A ``ThreadFeed`` is one pane's connection to one thread: it subscribes (``subscribe_to_thread``),
+loads the newest history from memory, folds both into the pane's ``Transcript`` and posts
+``ThreadFeed.Changed`` to the pane (at most one waiting at a time: a burst of events costs the
+UI one message). Sending, aborting, detaching and paging older history go through it too, so
+widgets never call the core themselves. Everything here runs on the app's event loop without
+blocking it: store I/O is aiosqlite's thread, the model's work is the core's tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from textual.message import Message
+from textual.message_pump import MessagePump
+
+from tui_agent.app.transcript import Transcript
+from tui_agent.errors import TuiAgentError
+
+HISTORY_PAGE = 50  # messages mounted when a pane opens, and per page scrolled back
+
+
+@dataclass
+class SendRequest:
+    """What the composer asks for: a user message or a typed signal, now or queued."""
+
+    text: str
+    attributes: dict[str, str]
+    queued: bool = False
+    signal_type: str = "user"  # user | reactive | notification | custom (tag_name given)
+    tag_name: str | None = None
+
+
+class ThreadFeed:
+    """A live view of one thread for one pane. ``start()`` once; ``close()`` at the end."""
+
+    class Changed(Message):
+        """The transcript or the run state changed: the pane should sync its widgets."""
+
+        def __init__(self, feed: ThreadFeed) -> None:
+            super().__init__()
+            self.feed = feed
+
+    class Failed(Message):
+        """The feed stopped on an error (one line, for the pane or a toast)."""
+
+        def __init__(self, feed: ThreadFeed, error: str) -> None:
+            super().__init__()
+            self.feed = feed
+            self.error = error
+
+    def __init__(self, agent: Any, resource_id: str, thread_id: str, target: MessagePump) -> None:
+        self.agent = agent
+        self.resource_id = resource_id
+        self.thread_id = thread_id
+        self.transcript = Transcript()
+        self.attached = False
+        self.has_older = False
+        self.title: str | None = None
+        self.thread_tokens = 0
+        self._target = target
+        self._sub: Any = None
+        self._pump: asyncio.Task[None] | None = None
+        self._posted = False
+
+    # -- life cycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Subscribe, then load history (a run live now is replayed by the stream from its
+        start, and replaces what history had of it: nothing is shown twice or missed)."""
+        memory = self.agent.memory
+        self._sub = await self.agent.subscribe_to_thread(
+            resource_id=self.resource_id, thread_id=self.thread_id
+        )
+        thread = await memory.get_thread(self.thread_id)
+        self.title = thread.title if thread else None
+        records = await memory.list_messages(self.thread_id, limit=HISTORY_PAGE)
+        self.has_older = len(records) == HISTORY_PAGE
+        self.thread_tokens = await _thread_tokens(memory, self.thread_id)
+        self.transcript.load_history(records)
+        self.attached = True
+        self._pump = asyncio.get_running_loop().create_task(self._read(), name="pane feed")
+        self._changed()
+
+    async def _read(self) -> None:
+        try:
+            async for event in self._sub.stream:
+                self.transcript.apply(event)
+                if event.get("type") in ("finish", "abort", "error", "interrupted"):
+                    usage = (event.get("payload") or {}).get("usage") or {}
+                    self.thread_tokens += int(usage.get("input_tokens") or 0) + int(
+                        usage.get("output_tokens") or 0
+                    )
+                self._changed()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the store went away, a corrupt row: say so, once
+            self._target.post_message(self.Failed(self, _one_line(error)))
+        finally:
+            self.attached = False
+            self._changed()
+
+    def _changed(self) -> None:
+        if not self._posted:
+            self._posted = True
+            self._target.post_message(self.Changed(self))
+
+    def acknowledge(self) -> None:
+        """The pane has taken the changes; the next change posts again."""
+        self._posted = False
+
+    def detach(self) -> None:
+        """Stop watching (the thread's run goes on)."""
+        if self._sub is not None:
+            self._sub.unsubscribe()
+
+    async def close(self) -> None:
+        self.detach()
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._pump
+
+    # -- what the pane shows -------------------------------------------------------------------
+
+    def active_run_id(self) -> str | None:
+        return self._sub.active_run_id() if self._sub is not None and self.attached else None
+
+    # -- controls ------------------------------------------------------------------------------
+
+    def abort(self) -> bool:
+        """Abort the thread's live run, in this process or another. True if there was one."""
+        return bool(self._sub is not None and self._sub.abort())
+
+    async def send(self, request: SendRequest) -> str:
+        """Send; returns the route taken, e.g. ``deliver → run 1a2b`` (raises TuiAgentError)."""
+        target = {"resource_id": self.resource_id, "thread_id": self.thread_id}
+        await self.agent.memory.create_thread(self.thread_id, resource_id=self.resource_id)
+        if request.signal_type == "user":
+            message: Any = (
+                {"contents": request.text, "attributes": request.attributes}
+                if request.attributes else request.text
+            )
+            send = self.agent.queue_message if request.queued else self.agent.send_message
+            receipt = send(message, **target)
+        else:
+            signal: dict[str, Any] = {"type": request.signal_type, "contents": request.text,
+                                      "attributes": request.attributes}
+            if request.tag_name:
+                signal["tag_name"] = request.tag_name
+            receipt = self.agent.send_signal(signal, **target)
+        return route_label(await receipt.accepted, queued=request.queued)
+
+    async def load_older(self) -> int:
+        """Page the messages older than the oldest shown into the top. Returns how many."""
+        before = self.transcript.first_message_id()
+        if before is None or not self.has_older:
+            return 0
+        records = await self.agent.memory.list_messages(
+            self.thread_id, limit=HISTORY_PAGE, before=before
+        )
+        self.has_older = len(records) == HISTORY_PAGE
+        self.transcript.load_history(records, prepend=True)
+        return len(records)
+
+
+def route_label(decision: dict[str, Any], *, queued: bool = False) -> str:
+    action = decision.get("action", "?")
+    run_id = decision.get("run_id")
+    short = f" run {str(run_id)[:8]}" if run_id else ""
+    if action == "deliver" and queued:
+        return f"queued → after{short}"
+    return f"{action} →{short}" if short else str(action)
+
+
+async def _thread_tokens(memory: Any, thread_id: str) -> int:
+    usage = getattr(memory, "thread_usage", None)
+    if usage is None:
+        return 0
+    totals = await usage(thread_id)
+    return int(totals.get("input_tokens", 0)) + int(totals.get("output_tokens", 0))
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error) if isinstance(error, TuiAgentError) else f"{type(error).__name__}: {error}"
+    return " ".join(text.split())[:300]

@@ -1,0 +1,82 @@
+"""A pane's header: thread, agent and model, the run's state (with elapsed time) and tokens."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from textual.content import Content
+from textual.widgets import Static
+
+STATE_STYLES = {
+    "idle": ("○ idle", "$text-muted"),
+    "running": ("● running", "$text-success"),
+    "sending": ("◌ waiting for the lease", "$text-accent"),
+    "aborted": ("⏹ aborted", "$text-warning"),
+    "interrupted": ("⚠ interrupted", "$text-warning"),
+    "failed": ("✗ failed", "$text-error"),
+    "detached": ("⊘ detached", "$text-warning"),
+    "connecting": ("… connecting", "$text-muted"),
+}
+
+
+@dataclass
+class HeaderState:
+    title: str
+    thread: str  # resource/thread
+    agent: str
+    model: str
+    state: str = "connecting"
+    started_at: float | None = None  # monotonic, while running
+    run_tokens: int = 0
+    thread_tokens: int = 0
+    cost: float | None = None
+    unread: int = 0
+
+
+class PaneHeader(Static):
+    DEFAULT_CSS = """
+    PaneHeader {
+        height: 1;
+        background: $panel;
+        color: $foreground;
+        padding: 0 1;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
+    def __init__(self, state: HeaderState) -> None:
+        super().__init__(markup=False)
+        self.state = state
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)  # the elapsed time of a running run
+        self.show()
+
+    def _tick(self) -> None:
+        if self.state.state == "running":
+            self.show()
+
+    def show(self) -> None:
+        self.update(render_header(self.state, time.monotonic()))
+
+
+def render_header(state: HeaderState, now: float) -> Content:
+    label, style = STATE_STYLES.get(state.state, (state.state, ""))
+    if state.state == "running" and state.started_at is not None:
+        label += f" {now - state.started_at:.0f}s"
+    title = state.title or state.thread
+    tokens = f"{_count(state.run_tokens)} tok · thread {_count(state.thread_tokens)}"
+    if state.cost is not None:
+        tokens += f" · ${state.cost:.4f}"
+    parts: list[str | tuple[str, str]] = [
+        (title, "bold"), " ", (state.thread, "$text-muted"), " · ",
+        (state.agent, "$text-accent"), " · ", (state.model, "$text-muted"), " · ",
+        (label, style), " · ", (tokens, "$text-muted"),
+    ]
+    return Content.assemble(*parts)
+
+
+def _count(tokens: int) -> str:
+    return f"{tokens / 1000:.1f}k" if tokens >= 10_000 else str(tokens)

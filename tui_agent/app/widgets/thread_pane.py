@@ -1,0 +1,298 @@
+"""One thread pane: its header, the live transcript, a status line and a composer.
+
+The pane owns a ``ThreadFeed`` (the bridge to the core). Changes from the feed are applied to
+the widgets at a bounded rate — ``FOCUSED_HZ`` for the focused pane, ``BACKGROUND_HZ`` for the
+others — and not at all while the pane is hidden or scrolled up (it buffers and counts "N new
+↓"), so four panes streaming at once leave the UI responsive.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from tui_agent.app.bridge import SendRequest, ThreadFeed
+from tui_agent.app.widgets.composer import Composer, Identity
+from tui_agent.app.widgets.pane_header import HeaderState, PaneHeader
+from tui_agent.app.widgets.transcript_view import TranscriptView
+
+FOCUSED_HZ = 20.0
+BACKGROUND_HZ = 4.0
+NOTICE_S = 4.0  # how long a route or error line stays
+
+
+class ThreadPane(Vertical):
+    DEFAULT_CSS = """
+    ThreadPane {
+        border: round $border-blurred;
+        height: 1fr;
+        width: 1fr;
+        &.-focused { border: round $border; }
+        & > #pane-body { height: 1fr; }
+        & #pane-side { width: 32; display: none; border-left: vkey $border-blurred; }
+        & > #pane-status { height: 1; color: $text-muted; padding: 0 1; }
+        & > #pane-status.-error { color: $text-error; }
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+x", "abort", "Abort run", id="pane.abort"),
+        Binding("ctrl+u", "toggle_attach", "Detach/attach", id="pane.detach"),
+        Binding("end", "follow", "Follow", show=False, id="pane.follow"),
+        Binding("ctrl+y", "copy_message", "Copy answer", id="pane.copy_message"),
+        Binding("ctrl+k", "copy_code", "Copy code", show=False, id="pane.copy_code"),
+    ]
+
+    focused = reactive(False)
+
+    class AbortRequested(Message):
+        """Ask the app to confirm, then call ``pane.abort_now()``."""
+
+        def __init__(self, pane: ThreadPane) -> None:
+            super().__init__()
+            self.pane = pane
+
+    def __init__(self, agent: Any, resource_id: str, thread_id: str, *, identity: Identity,
+                 agent_label: str, model_label: str) -> None:
+        super().__init__()
+        self.agent = agent
+        self.resource_id = resource_id
+        self.thread_id = thread_id
+        self.feed = ThreadFeed(agent, resource_id, thread_id, self)
+        self.header_state = HeaderState(title="", thread=f"{resource_id}/{thread_id}",
+                                        agent=agent_label, model=model_label)
+        self._identity = identity
+        self._last_sync = 0.0
+        self._sync_timer: Any = None
+        self._notice_timer: Any = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.resource_id}/{self.thread_id}"
+
+    def compose(self) -> ComposeResult:
+        yield PaneHeader(self.header_state)
+        with Horizontal(id="pane-body"):
+            yield TranscriptView(self.feed.transcript, id="transcript")
+            yield Vertical(id="pane-side")  # the state-lane column (its own issue)
+        yield Static("", id="pane-status", markup=False)
+        yield Composer(self._identity, id="composer")
+
+    async def on_mount(self) -> None:
+        self.start_feed()
+
+    @work(exclusive=True, group="feed")
+    async def start_feed(self) -> None:
+        self.header_state.state = "connecting"
+        try:
+            await self.feed.start()
+        except Exception as error:  # store unreadable: one line, never a traceback
+            self.show_notice(f"✗ cannot open the thread: {error}", error=True)
+            return
+
+    async def on_unmount(self) -> None:
+        await self.feed.close()
+
+    # -- syncing the widgets with the feed -----------------------------------------------------
+
+    def on_thread_feed_changed(self, message: ThreadFeed.Changed) -> None:
+        message.stop()
+        hz = FOCUSED_HZ if self.focused else BACKGROUND_HZ
+        wait = max(0.005, 1.0 / hz - (time.monotonic() - self._last_sync))
+        if self._sync_timer is None:
+            self._sync_timer = self.set_timer(wait, self._sync)
+
+    def on_thread_feed_failed(self, message: ThreadFeed.Failed) -> None:
+        message.stop()
+        self.show_notice(f"✗ {message.error}", error=True)
+
+    async def _sync(self) -> None:
+        self._sync_timer = None
+        self._last_sync = time.monotonic()
+        self.feed.acknowledge()
+        view = self.query_one(TranscriptView)
+        if self.display:
+            pruned = await view.sync()
+            if pruned:
+                self.feed.has_older = True
+        self._update_header()
+        self._show_unseen(view)
+
+    def _update_header(self) -> None:
+        state = self.header_state
+        transcript = self.feed.transcript
+        state.title = self.feed.title or ""
+        state.thread_tokens = self.feed.thread_tokens
+        last = transcript.last_run
+        live = self.feed.active_run_id()
+        if not self.feed.attached and state.state != "connecting":
+            state.state = "detached"
+        elif live is not None:
+            if state.state != "running":
+                state.started_at = time.monotonic()
+            state.state = "running"
+        elif last is not None and last.status in ("aborted", "interrupted", "failed"):
+            state.state = last.status
+        elif self.feed.attached:
+            state.state = "idle"
+        if last is not None:
+            state.run_tokens = last.input_tokens + last.output_tokens
+        self.query_one(PaneHeader).show()
+
+    def _show_unseen(self, view: TranscriptView) -> None:
+        if not view.following and view.unseen:
+            self.show_notice(f"{view.unseen} new ↓ (End to follow)", sticky=True)
+
+    # -- status line ---------------------------------------------------------------------------
+
+    def show_notice(self, text: str, *, error: bool = False, sticky: bool = False) -> None:
+        status = self.query_one("#pane-status", Static)
+        status.update(text)
+        status.set_class(error, "-error")
+        if self._notice_timer is not None:
+            self._notice_timer.stop()
+            self._notice_timer = None
+        if not sticky and not error:
+            self._notice_timer = self.set_timer(NOTICE_S, lambda: status.update(""))
+
+    # -- focus ---------------------------------------------------------------------------------
+
+    def watch_focused(self, focused: bool) -> None:
+        self.set_class(focused, "-focused")
+
+    def on_descendant_focus(self) -> None:
+        self.post_message(PaneFocused(self))
+
+    def on_click(self) -> None:
+        self.post_message(PaneFocused(self))
+
+    def toggle_queue_mode(self) -> None:
+        self.query_one(Composer).action_toggle_queue()
+
+    def focus_composer(self) -> None:
+        self.query_one(Composer).focus()
+
+    # -- sending -------------------------------------------------------------------------------
+
+    def on_composer_submitted(self, message: Composer.Submitted) -> None:
+        message.stop()
+        parsed = message.parsed
+        request = SendRequest(text=parsed.text, attributes=message.composer.identity
+                              .as_attributes(), queued=parsed.queued,
+                              signal_type=parsed.signal_type, tag_name=parsed.tag_name)
+        self._send(request)
+
+    def on_composer_invalid(self, message: Composer.Invalid) -> None:
+        message.stop()
+        self.show_notice(message.error, error=True)
+
+    @work(group="send")
+    async def _send(self, request: SendRequest) -> None:
+        from tui_agent.errors import TuiAgentError
+
+        self.query_one(TranscriptView).follow()
+        try:
+            route = await self.feed.send(request)
+        except TuiAgentError as error:
+            self.show_notice(f"✗ {error}", error=True)
+            return
+        self.show_notice(f"↪ {route}")
+
+    # -- controls ------------------------------------------------------------------------------
+
+    def action_abort(self) -> None:
+        if self.feed.active_run_id() is None:
+            self.show_notice("no live run to abort")
+            return
+        self.post_message(self.AbortRequested(self))
+
+    def abort_now(self) -> None:
+        aborted = self.feed.abort()
+        self.show_notice("⏹ aborting the live run…" if aborted else "no live run to abort")
+
+    async def action_toggle_attach(self) -> None:
+        if self.feed.attached:
+            self.feed.detach()
+            self.show_notice("⊘ detached: the run goes on; ctrl+u to watch again", sticky=True)
+        else:
+            await self._reattach()
+
+    async def _reattach(self) -> None:
+        """A fresh feed: catches up from memory and the live run."""
+        await self.feed.close()
+        view = self.query_one(TranscriptView)
+        self.feed = ThreadFeed(self.agent, self.resource_id, self.thread_id, self)
+        new_view = TranscriptView(self.feed.transcript, id="transcript")
+        await view.remove()
+        await self.query_one("#pane-body").mount(new_view, before=0)
+        self.show_notice("attached")
+        self.start_feed()
+
+    def action_follow(self) -> None:
+        self.query_one(TranscriptView).follow()
+        self.query_one("#pane-status", Static).update("")
+        self.on_thread_feed_changed(ThreadFeed.Changed(self.feed))
+
+    def on_transcript_view_near_top(self, message: TranscriptView.NearTop) -> None:
+        message.stop()
+        if self.feed.has_older:
+            self._load_older()
+
+    @work(exclusive=True, group="older")
+    async def _load_older(self) -> None:
+        count = await self.feed.load_older()
+        if count:
+            await self.query_one(TranscriptView).sync()
+
+    def on_transcript_view_follow_changed(self, message: TranscriptView.FollowChanged) -> None:
+        message.stop()
+        if message.following:
+            self.query_one("#pane-status", Static).update("")
+            self.on_thread_feed_changed(ThreadFeed.Changed(self.feed))
+
+    # -- copy ----------------------------------------------------------------------------------
+
+    def last_answer(self) -> str | None:
+        for entry in reversed(self.feed.transcript.entries):
+            if entry.kind == "assistant" and entry.text:
+                return entry.text
+        return None
+
+    def action_copy_message(self) -> None:
+        text = self.last_answer()
+        if text is None:
+            self.notify("nothing to copy yet", severity="warning")
+            return
+        self._copy(text, f"the last answer ({len(text)} characters)")
+
+    def action_copy_code(self) -> None:
+        from tui_agent.app.markdown_code import last_code_block
+
+        block = last_code_block(self.last_answer() or "")
+        if block is None:
+            self.notify("no code block in the last answer", severity="warning")
+            return
+        self._copy(block, f"a code block ({len(block.splitlines())} lines)")
+
+    def _copy(self, text: str, what: str) -> None:
+        from tui_agent.app.clipboard import copy_text
+
+        try:
+            where = copy_text(text, self.app.copy_to_clipboard)
+        except Exception as error:  # no clipboard at all: say so
+            self.notify(f"copy failed: {error}", severity="error")
+            return
+        self.notify(f"copied {what} to the {where}")
+
+
+class PaneFocused(Message):
+    def __init__(self, pane: ThreadPane) -> None:
+        super().__init__()
+        self.pane = pane

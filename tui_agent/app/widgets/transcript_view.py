@@ -1,0 +1,113 @@
+"""The scrolling list of a pane's entries, kept in step with its ``Transcript``.
+
+- **Bounded**: at most ``MAX_ENTRIES`` entries are mounted, however long the session runs;
+  older ones are pruned from the top and paged back in from memory when you scroll up.
+- **Follow mode**: the view follows new output only while it is at the bottom. Scrolled up, it
+  stays put and counts what arrived below ("N new ↓"); End or scrolling back down resumes.
+- **Cheap restyles**: ``layout: stream`` and no structural pseudo-classes on the entries, so a
+  focus change never restyles the whole transcript.
+"""
+
+from __future__ import annotations
+
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
+
+from tui_agent.app.transcript import Entry, Transcript
+from tui_agent.app.widgets.assistant_message import AssistantMessage
+from tui_agent.app.widgets.run_marker import RunMarker
+from tui_agent.app.widgets.signal_line import SignalLine
+from tui_agent.app.widgets.tool_call import ToolCall
+from tui_agent.app.widgets.user_message import UserMessage
+
+MAX_ENTRIES = 60  # mounted entries per pane (an answer is 3 widgets): ~≤ 200 widgets a pane
+WIDGETS = {"user": UserMessage, "assistant": AssistantMessage, "tool": ToolCall,
+           "signal": SignalLine, "marker": RunMarker}
+
+
+def widget_for(entry: Entry) -> Widget:
+    widget = WIDGETS[entry.kind](entry)
+    widget.id = f"entry-{entry.key}"
+    return widget
+
+
+class TranscriptView(VerticalScroll, can_focus=True):
+    DEFAULT_CSS = """
+    TranscriptView {
+        layout: stream;
+        height: 1fr;
+        scrollbar-size-vertical: 1;
+        background: $background;
+    }
+    """
+    BLANK = True
+
+    class NearTop(Message):
+        """Scrolled to the top: the pane may page in older history."""
+
+    class FollowChanged(Message):
+        def __init__(self, following: bool) -> None:
+            super().__init__()
+            self.following = following
+
+    def __init__(self, transcript: Transcript, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.transcript = transcript
+        self.following = True
+        self.unseen = 0  # entries added below while scrolled up
+        self._widgets: dict[str, Widget] = {}
+
+    # -- syncing -------------------------------------------------------------------------------
+
+    async def sync(self) -> int:
+        """Mount what the transcript added, refresh what changed, remove what it dropped.
+        Returns how many old entries were pruned from the top (history can page them back)."""
+        pruned = self.transcript.prune_to(MAX_ENTRIES) if self.following else 0
+        changes = self.transcript.take_changes(with_added=self.following)
+        with self.app.batch_update():
+            for entry in changes.removed:
+                widget = self._widgets.pop(entry.key, None)
+                if widget is not None:
+                    await widget.remove()
+            if changes.prepended:
+                first = self.children[0] if self.children else None
+                await self._mount(changes.prepended, before=first)
+            if changes.added:
+                await self._mount(changes.added)
+            for entry in changes.changed:
+                widget = self._widgets.get(entry.key)
+                if widget is not None:
+                    widget.refresh_entry()  # type: ignore[attr-defined]
+        if self.following:
+            self.scroll_end(animate=False, immediate=False)
+        self.unseen = self.transcript.waiting
+        return pruned
+
+    async def _mount(self, entries: list[Entry], before: Widget | None = None) -> None:
+        widgets = [widget_for(e) for e in entries]
+        self._widgets.update({e.key: w for e, w in zip(entries, widgets, strict=True)})
+        await self.mount_all(widgets, before=before)
+
+    def widget_count(self) -> int:
+        return len(self._widgets)
+
+    # -- follow mode ---------------------------------------------------------------------------
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        at_bottom = new >= self.max_scroll_y - 1
+        if at_bottom != self.following:
+            self.following = at_bottom
+            if at_bottom:
+                self.unseen = 0
+            self.post_message(self.FollowChanged(at_bottom))
+        if new <= 0 and old > 0:
+            self.post_message(self.NearTop())
+
+    def follow(self) -> None:
+        """Jump to the newest output and follow it again."""
+        self.following = True
+        self.unseen = 0
+        self.scroll_end(animate=False)
+        self.post_message(self.FollowChanged(True))
