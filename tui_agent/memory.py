@@ -99,6 +99,11 @@ class Memory(StateLanesMixin, InboxMixin):
     ) -> list[MessageRecord]:
         return await self.store.list_messages(thread_id, limit=limit, before=before)
 
+    async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
+        """Signals accepted on the thread that no run has taken yet (``status`` pending:
+        delivered at the live run's next step; queued: runs after it), oldest first."""
+        return await self.store.waiting_signals(thread_id)
+
     async def thread_activity(self) -> dict[str, tuple[int, bool]]:
         """``{thread_id: (message count, a run is live)}`` for every thread with either."""
         return await self.store.thread_activity()

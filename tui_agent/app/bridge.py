@@ -22,6 +22,7 @@ from tui_agent.app.transcript import Transcript
 from tui_agent.errors import TuiAgentError
 
 HISTORY_PAGE = 50  # messages mounted when a pane opens, and per page scrolled back
+WAITING_POLL_S = 0.5  # how often, while a run is live, signals waiting for it are read
 
 
 @dataclass
@@ -62,9 +63,11 @@ class ThreadFeed:
         self.has_older = False
         self.title: str | None = None
         self.thread_tokens = 0
+        self.waiting: list[dict[str, Any]] = []  # accepted signals no run has taken yet
         self._target = target
         self._sub: Any = None
         self._pump: asyncio.Task[None] | None = None
+        self._poller: asyncio.Task[None] | None = None
         self._posted = False
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -83,7 +86,9 @@ class ThreadFeed:
         self.thread_tokens = await _thread_tokens(memory, self.thread_id)
         self.transcript.load_history(records)
         self.attached = True
-        self._pump = asyncio.get_running_loop().create_task(self._read(), name="pane feed")
+        loop = asyncio.get_running_loop()
+        self._pump = loop.create_task(self._read(), name="pane feed")
+        self._poller = loop.create_task(self._poll_waiting(), name="pane waiting signals")
         self._changed()
 
     async def _read(self) -> None:
@@ -104,10 +109,29 @@ class ThreadFeed:
             self.attached = False
             self._changed()
 
+    async def _poll_waiting(self) -> None:
+        """Signals sent into a live run wait for its next step boundary (seconds, with a slow
+        model): show them as waiting until the run takes them, whoever sent them."""
+        while self.attached:
+            if self.active_run_id() is not None or self.waiting:
+                await self.refresh_waiting()
+            await asyncio.sleep(WAITING_POLL_S)
+
+    async def refresh_waiting(self) -> None:
+        waiting = await self.agent.memory.waiting_signals(self.thread_id)
+        if [w["id"] for w in waiting] != [w["id"] for w in self.waiting]:
+            self.waiting = waiting
+            self._changed()
+
     def _changed(self) -> None:
         if not self._posted:
             self._posted = True
             self._target.post_message(self.Changed(self))
+
+    @property
+    def changes_waiting(self) -> bool:
+        """A change was posted to the pane and not yet taken."""
+        return self._posted
 
     def acknowledge(self) -> None:
         """The pane has taken the changes; the next change posts again."""
@@ -120,10 +144,11 @@ class ThreadFeed:
 
     async def close(self) -> None:
         self.detach()
-        if self._pump is not None:
-            self._pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._pump
+        for task in (self._pump, self._poller):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
 
     # -- what the pane shows -------------------------------------------------------------------
 
@@ -153,7 +178,9 @@ class ThreadFeed:
             if request.tag_name:
                 signal["tag_name"] = request.tag_name
             receipt = self.agent.send_signal(signal, **target)
-        return route_label(await receipt.accepted, queued=request.queued)
+        route = route_label(await receipt.accepted, queued=request.queued)
+        await self.refresh_waiting()
+        return route
 
     async def load_older(self) -> int:
         """Page the messages older than the oldest shown into the top. Returns how many."""

@@ -315,6 +315,7 @@ class Transcript:
     def _remove_run(self, run_id: str) -> None:
         self._runs_from_history.discard(run_id)
         gone = [e for e in self.entries if e.run_id == run_id]
+        self._seen_signals.difference_update(e.signal_id for e in gone if e.signal_id)
         self._drop(gone)
 
     def _drop(self, gone: list[Entry]) -> None:

@@ -290,6 +290,20 @@ class SqliteStore:
         )
         return [event_chunk(row) for row in rows]
 
+    async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
+        """Signals accepted but not yet taken by a run, oldest first: ``pending`` ones wait for
+        the live run's next step boundary, ``queued`` ones for their own run."""
+        rows = await self.fetchall(
+            "SELECT id, type, status, run_id, data, created_at FROM signals"
+            " WHERE thread_id=? AND status IN ('pending', 'queued') ORDER BY seq",
+            (thread_id,),
+        )
+        return [
+            {"id": row[0], "type": row[1], "status": row[2], "run_id": row[3],
+             "data": loads(row[4]), "created_at": to_datetime(row[5])}
+            for row in rows
+        ]
+
     async def thread_activity(self) -> dict[str, tuple[int, bool]]:
         """Every thread's message count and whether a run is live on it (an unexpired lease)."""
         counts = await self.fetchall("SELECT thread_id, COUNT(*) FROM messages GROUP BY thread_id")

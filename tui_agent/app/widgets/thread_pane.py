@@ -23,6 +23,7 @@ from tui_agent.app.bridge import SendRequest, ThreadFeed
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.pane_header import HeaderState, PaneHeader
 from tui_agent.app.widgets.transcript_view import TranscriptView
+from tui_agent.app.widgets.waiting_signals import WaitingSignals
 
 FOCUSED_HZ = 20.0
 BACKGROUND_HZ = 4.0
@@ -77,11 +78,20 @@ class ThreadPane(Vertical):
     def key(self) -> str:
         return f"{self.resource_id}/{self.thread_id}"
 
+    @property
+    def drained(self) -> bool:
+        """Everything the feed has seen is on screen (or buffered, if scrolled up)."""
+        return self.feed.attached and not self._sync_timer and not self.feed.changes_waiting
+
+    def transcript_view(self) -> TranscriptView:
+        return self.query_one(TranscriptView)
+
     def compose(self) -> ComposeResult:
         yield PaneHeader(self.header_state)
         with Horizontal(id="pane-body"):
             yield TranscriptView(self.feed.transcript, id="transcript")
             yield Vertical(id="pane-side")  # the state-lane column (its own issue)
+        yield WaitingSignals(id="pane-waiting")
         yield Static("", id="pane-status", markup=False)
         yield Composer(self._identity, id="composer")
 
@@ -123,6 +133,7 @@ class ThreadPane(Vertical):
             if pruned:
                 self.feed.has_older = True
         self._update_header()
+        self.query_one(WaitingSignals).show_waiting(self.feed.waiting)
         self._show_unseen(view)
 
     def _update_header(self) -> None:
