@@ -1,0 +1,300 @@
+"""MarkdownStream: streamed Markdown equals the one-shot render whatever the chunk boundaries,
+loses no text mid-stream, re-wraps on a width change, and renders each finished block once."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from rich.markdown import Markdown
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
+from textual.geometry import Offset
+from textual.pilot import Pilot
+from textual.selection import Selection
+
+from tui_agent.app.widgets.markdown_stream import MarkdownStream
+from tui_agent.cli.render import split_blocks
+
+ANSWERS = {
+    "fence": (
+        "Here is the fix:\n\n"
+        "```python\n"
+        "def add(a, b):\n"
+        "\n"
+        "    return a + b\n"
+        "```\n\n"
+        "Run it with `python fix.py` and check."
+    ),
+    "lists": (
+        "Steps so far:\n\n"
+        "- clone the repo\n"
+        "- install deps\n"
+        "- run the tests\n\n"
+        "Then:\n\n"
+        "1. open a PR\n"
+        "2. wait for review\n"
+        "3. merge it"
+    ),
+    "table": (
+        "Results:\n\n"
+        "| name | passed | failed |\n"
+        "|------|-------:|-------:|\n"
+        "| unit | 120 | 0 |\n"
+        "| e2e | 14 | 2 |\n\n"
+        "Two e2e failures remain."
+    ),
+    "headings": (
+        "# Release plan\n\n"
+        "We ship on **Friday** after the freeze.\n\n"
+        "## Risks\n\n"
+        "The migration touches *every* table, so we run it twice.\n\n"
+        "### Owner\n\n"
+        "Ana owns the rollout."
+    ),
+    "nested": (
+        "Layout:\n\n"
+        "- app\n"
+        "  - widgets\n"
+        "    - markdown stream\n"
+        "  - screens\n"
+        "- core\n\n"
+        "Done."
+    ),
+    "inline": (
+        "Call `agent.generate()` with `max_steps=3`; the `Run` object has `.text` and "
+        "`.usage` and a very long line that wraps at sixty columns for sure."
+    ),
+}
+WIDTH = 60
+
+
+class Host(App[None]):
+    CSS = "#box { height: 1fr; overflow: hidden; }"
+
+    def compose(self) -> ComposeResult:
+        yield Vertical(id="box")
+
+
+def words(text: str) -> list[str]:
+    """The words of Markdown source or of rendered text (a fence's info string is not shown)."""
+    shown = (line for line in text.split("\n") if not line.lstrip().startswith(("```", "~~~")))
+    return re.findall(r"\w+", "\n".join(shown))
+
+
+def is_subsequence(needle: list[str], haystack: list[str]) -> bool:
+    it = iter(haystack)
+    return all(word in it for word in needle)
+
+
+async def reference_lines(app: Host, pilot: Pilot[None], text: str) -> list[str]:
+    """The lines of a widget made at once with the whole text, finished."""
+    reference = MarkdownStream(text, finished=True)
+    await app.query_one("#box").mount(reference)
+    await pilot.pause()
+    lines = reference.text_lines()
+    await reference.remove()
+    return lines
+
+
+@pytest.mark.parametrize("name", list(ANSWERS))
+async def test_every_chunk_boundary_matches_the_one_shot_render(name: str) -> None:
+    text = ANSWERS[name]
+    finished_blocks, _ = split_blocks(text)
+    expected_words = words("\n".join(finished_blocks))
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        box = app.query_one("#box")
+        widgets = [MarkdownStream() for _ in range(len(text) + 1)]
+        await box.mount_all(widgets)
+        await pilot.pause()  # one layout: every widget gets its width
+        reference = await reference_lines(app, pilot, text)
+        assert reference and all(len(line) <= WIDTH for line in reference)
+        for i, widget in enumerate(widgets):
+            assert widget.size.width == WIDTH
+            for chunk in (text[:i], text[i:]):
+                widget.append(chunk)
+                widget.flush()  # render between the chunks, as the next repaint would
+            streamed = widget.text_lines()
+            assert widget.markdown == text
+            assert is_subsequence(expected_words, words("\n".join(streamed))), (i, streamed)
+            # The blocks here are independent, so the streamed lines already are the final
+            # ones: nothing jumps when the stream ends.
+            assert streamed == reference, i
+            widget.finish()
+            assert widget.finished
+            assert widget.text_lines() == reference, i
+        await box.remove_children()
+
+
+async def test_lines_are_rich_markdowns_own() -> None:
+    """The widget parses with a shared parser: its lines stay those of rich's ``Markdown``."""
+    text = "\n\n".join(ANSWERS.values())
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        lines = await reference_lines(app, pilot, text)
+        options = app.console.options.update_width(WIDTH)
+        rendered = app.console.render_lines(Markdown(text), options, pad=False)
+        assert lines == ["".join(s.text for s in line).rstrip() for line in rendered]
+
+
+async def test_char_by_char_matches_and_keeps_every_finished_block() -> None:
+    text = "\n\n".join(ANSWERS.values())
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        reference = await reference_lines(app, pilot, text)
+        widget = MarkdownStream()
+        await app.query_one("#box").mount(widget)
+        await pilot.pause()
+        for i, char in enumerate(text):
+            widget.append(char)
+            widget.flush()
+            if text[i + 1 : i + 3] == "\n\n" or i == len(text) - 1:
+                blocks, _ = split_blocks(text[: i + 1])
+                shown = words("\n".join(widget.text_lines()))
+                assert is_subsequence(words("\n".join(blocks)), shown), i
+        assert widget.text_lines() == reference
+        widget.finish()
+        assert widget.text_lines() == reference
+        await pilot.pause()  # the real paint path agrees with text_lines()
+        assert widget.size.height == len(reference)
+        painted = [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+        assert painted == reference
+
+
+async def test_width_change_rewraps() -> None:
+    text = ANSWERS["inline"] + "\n\n" + ANSWERS["lists"] + "\n\nand a tail still being streamed"
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        streaming = MarkdownStream(text)
+        done = MarkdownStream(text, finished=True)
+        await app.query_one("#box").mount_all([streaming, done])
+        await pilot.pause()
+        wide = streaming.text_lines()
+        assert max(len(line) for line in wide) > 30
+        assert wide == done.text_lines()
+        renders = streaming.blocks_rendered
+
+        await pilot.resize_terminal(30, 40)
+        await pilot.pause()
+        narrow = streaming.text_lines()
+        assert streaming.size.width == 30
+        assert max(len(line) for line in narrow) <= 30
+        assert len(narrow) > len(wide)
+        assert narrow == done.text_lines()
+        assert streaming.size.height == len(narrow)  # the layout got the new height
+        assert streaming.blocks_rendered == 2 * renders  # each block once more, for the width
+
+        streaming.append(" with more words")
+        await pilot.pause()
+        assert streaming.blocks_rendered == 2 * renders
+        assert "more words" in " ".join(streaming.text_lines())
+
+
+async def test_appending_to_the_tail_renders_finished_blocks_once() -> None:
+    blocks = 40
+    text = "".join(f"Paragraph {k} has some words in it.\n\n" for k in range(blocks))
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        widget = MarkdownStream()
+        await app.query_one("#box").mount(widget)
+        await pilot.pause()
+        widget.append(text)
+        widget.flush()
+        assert widget.blocks_rendered == blocks
+        for k in range(200):
+            widget.append(f" w{k}")
+            widget.flush()
+        assert widget.blocks_rendered == blocks
+        assert widget.text_lines()[-1].endswith("w199")
+        for k in range(3):  # through the real update path (scheduled by append)
+            widget.append(f"\n\nlast {k}")
+            await pilot.pause()
+        assert widget.blocks_rendered == blocks + 3  # the tail became a block each time
+        assert widget.text_lines()[-1] == "last 2"
+
+
+async def test_layout_only_when_the_line_count_changes() -> None:
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        widget = MarkdownStream("First paragraph.\n\nshort")
+        await app.query_one("#box").mount(widget)
+        await pilot.pause()
+        calls: list[dict[str, Any]] = []
+        real_refresh = widget.refresh
+
+        def spy(*regions: Any, **kwargs: Any) -> Any:
+            calls.append({"regions": regions, **kwargs})
+            return real_refresh(*regions, **kwargs)
+
+        widget.refresh = spy  # type: ignore[method-assign]
+        widget.append(" tail")  # same line count: repaint the tail's line only
+        widget.flush()
+        assert len(calls) == 1 and not calls[0].get("layout")
+        (region,) = calls[0]["regions"]
+        assert (region.y, region.height) == (2, 1)
+
+        calls.clear()
+        widget.append("\n\nA new paragraph.")  # more lines: a layout
+        widget.flush()
+        assert calls and calls[0].get("layout") is True
+        await pilot.pause()
+        assert widget.size.height == 5
+
+
+async def test_selection_copies_rendered_text_or_the_whole_source() -> None:
+    text = "# Title\n\nSome **bold** words.\n\n- one\n- two"
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        widget = MarkdownStream(text, finished=True)
+        await app.query_one("#box").mount(widget)
+        await pilot.pause()
+        lines = widget.text_lines()
+        assert widget.allow_select
+        widget.text_select_all()
+        assert app.screen.get_selected_text() == text  # the whole widget: its Markdown
+        y = lines.index("Some bold words.")
+        app.screen.selections = {widget: Selection(Offset(5, y), Offset(14, y + 2))}
+        assert app.screen.get_selected_text() == "bold words.\n\n • one"
+        await pilot.pause()
+        selected = widget.render_line(y)
+        styles = {segment.style for segment in selected if segment.text.strip()}
+        assert len(styles) > 1  # the selected span is drawn differently
+
+
+def code_background(widget: MarkdownStream) -> int:
+    y = next(i for i, line in enumerate(widget.text_lines()) if "return" in line)
+    segment = next(s for s in widget.render_line(y) if "return" in s.text)
+    assert segment.style is not None and segment.style.bgcolor is not None
+    red, green, blue = segment.style.bgcolor.get_truecolor()
+    return (red + green + blue) // 3
+
+
+async def test_code_theme_follows_light_and_dark_app_themes() -> None:
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        app.theme = "textual-dark"
+        widget = MarkdownStream(ANSWERS["fence"])
+        await app.query_one("#box").mount(widget)
+        await pilot.pause()
+        assert code_background(widget) < 128
+        blank = widget.render_line(len(widget.text_lines()))  # past the end: the background
+        app.theme = "textual-light"
+        await pilot.pause()
+        assert code_background(widget) > 128
+        assert widget.render_line(len(widget.text_lines())) != blank  # lines took the new bg
+
+
+async def test_lines_follow_an_ancestors_background() -> None:
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        widget = MarkdownStream("A short paragraph.", finished=True)
+        box = app.query_one("#box")
+        await box.mount(widget)
+        await pilot.pause()
+        box.styles.background = "rgb(200,0,0)"  # this widget's own styles do not change
+        await pilot.pause()
+        padding = list(widget.render_line(0))[-1]
+        assert padding.style is not None and padding.style.bgcolor is not None
+        assert padding.style.bgcolor.get_truecolor() == (200, 0, 0)
