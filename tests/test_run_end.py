@@ -4,7 +4,9 @@ in the thread's history as persisted — accepted as ``deliver``, so never dropp
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import pytest
 from helpers.common import AgentFactory, Held
 
 from tui_agent import Memory, SqliteStore
@@ -41,3 +43,49 @@ async def test_signals_pending_at_abort_are_kept_as_history(
     # The late message is echoed before the run's abort, so watchers see it on the thread.
     assert types[-2:] == ["data-user-message", "abort"]
     sub.unsubscribe()
+
+
+class FirstCallHeld:
+    """A model handler whose first call waits at ``gate`` and then ``ends`` (returns "first"
+    or raises); later calls answer "second answer" at once."""
+
+    def __init__(self, ends: str) -> None:
+        self.ends, self.calls = ends, 0
+        self.entered, self.gate = asyncio.Event(), asyncio.Event()
+
+    async def __call__(self, messages: list[dict[str, Any]], tools: Any) -> str:
+        self.calls += 1
+        if self.calls > 1:
+            return "second answer"
+        self.entered.set()
+        await self.gate.wait()
+        if self.ends == "raise":
+            raise RuntimeError("the model broke")
+        return "first"
+
+
+@pytest.mark.parametrize("end", ["abort", "failure"])
+async def test_a_message_queued_behind_a_run_that_ends_early_still_runs(
+    end: str, store: SqliteStore, agents: AgentFactory
+) -> None:
+    model = FirstCallHeld("raise" if end == "failure" else "return")
+    agent = agents(name="a", instructions="x", model=ScriptedModel(handler=model),
+                   memory=Memory(store=store))
+    first = await agent.send_message("first", resource_id=R, thread_id=T).accepted
+    await asyncio.wait_for(model.entered.wait(), GUARD_S)
+    queued = await agent.queue_message("after it", resource_id=R, thread_id=T).accepted
+    if end == "abort":
+        assert first["output"].abort() is True
+    else:
+        model.gate.set()
+    ended = await asyncio.gather(first["output"].result(), return_exceptions=True)
+    assert (ended[0].finish_reason == "abort") if end == "abort" else isinstance(
+        ended[0], RuntimeError)
+
+    await asyncio.wait_for(agent.wait_for_local_runs(), GUARD_S)  # the queued run, started here
+    second = await store.get_run(queued["run_id"])
+    assert second is not None and second.status == "finished"
+    assert model.calls == 2 and await store.active_run(T) is None
+    stored = await agent.memory.recall(T, last_messages=10)
+    assert [m.content for m in stored][-2:] == ["after it", "second answer"]
+

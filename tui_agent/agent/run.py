@@ -489,9 +489,13 @@ class Run:
         self.output.push(
             {"type": "finish", "run_id": self.run_id, "from": "AGENT", "payload": payload}
         )
+        self._start_next(outcome)
+        return True
+
+    def _start_next(self, outcome: Any) -> None:
+        """The store handed this run's lease to the run of a queued message: start it here."""
         if outcome is not None and outcome.next_run_id:
             self.agent._start_queued_run(self.thread_id, self.resource_id, outcome.next_run_id)
-        return True
 
     def _finish_payload(self, finish_reason: str) -> dict[str, Any]:
         last = self.steps[-1] if self.steps else None
@@ -550,12 +554,13 @@ class Run:
             )
             self.steps.append(StepResult(step=len(self.steps), text=partial, finish_reason="abort"))
         payload = {"finish_reason": "abort", "text": partial}
-        await asyncio.shield(
+        outcome = await asyncio.shield(
             self._end_in_store("aborted", "abort", payload, force=True, messages=messages)
         )
         self.output.push(
             {"type": "abort", "run_id": self.run_id, "from": "AGENT", "payload": payload}
         )
+        self._start_next(outcome)  # a message queued behind an aborted run still runs
         return self.result("abort")
 
     async def _finish_failed(self, error: BaseException) -> None:
@@ -570,11 +575,12 @@ class Run:
         ]
         # If the store is gone too, the run's own error is what matters.
         with contextlib.suppress(Exception):
-            await asyncio.shield(
+            outcome = await asyncio.shield(
                 self._end_in_store(
                     "failed", "error", payload, force=True, error=message, messages=partial
                 )
             )
+            self._start_next(outcome)  # and behind a failed one
 
     async def _watch_lease(self) -> None:
         """Renew the thread lease every ``lease_renew_s`` and notice aborts asked from other
