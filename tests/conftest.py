@@ -106,6 +106,12 @@ def openai_server(
 
 
 # -- stores and agents, closed after the test ------------------------------------------------
+# How long a fixture waits for what a test left going. pytest-timeout stops its clock once a
+# test has failed, so a teardown that waited without limit (for a run the failed test still
+# holds at a gate) would hang the whole session: each wait is bounded and reports what was left.
+CLOSE_S = 10.0
+
+
 @pytest.fixture
 async def stores(tmp_path: Path) -> AsyncIterator[StoreFactory]:
     """``stores(path=None)`` opens a SqliteStore (default: ``tmp_path/store.sqlite``); every
@@ -117,8 +123,14 @@ async def stores(tmp_path: Path) -> AsyncIterator[StoreFactory]:
         return opened[-1]
 
     yield open_store
+    stuck = []
     for store in opened:
-        await store.close()
+        try:
+            await asyncio.wait_for(store.close(), CLOSE_S)
+        except TimeoutError:
+            stuck.append(str(store.path))
+    if stuck:
+        pytest.fail(f"store(s) {stuck} did not close within {CLOSE_S}s")
 
 
 @pytest.fixture
@@ -140,8 +152,9 @@ def seen() -> Seen:
 async def agents(stores: StoreFactory) -> AsyncIterator[AgentFactory]:
     """``agents(**options)`` builds an Agent, ``agents(SubClass, **options)`` a subclass (name
     "test" and instructions "Be brief." unless given); each is closed after the test: its
-    dispatcher stopped, its runs ended. Depends on ``stores`` so that agents close before their
-    stores do."""
+    dispatcher stopped, its runs ended (a run still going after ``CLOSE_S`` is aborted and the
+    teardown fails naming it). Depends on ``stores`` so that agents close before their stores
+    do."""
     made: list[Agent] = []
 
     def make(cls: type[Agent] = Agent, /, **options: Any) -> Agent:
@@ -149,8 +162,13 @@ async def agents(stores: StoreFactory) -> AsyncIterator[AgentFactory]:
         return made[-1]
 
     yield make
+    aborted = {}
     for agent in reversed(made):
-        await agent.close()
+        left = await agent.close(timeout=CLOSE_S)
+        if left:
+            aborted[agent.name] = left
+    if aborted:
+        pytest.fail(f"runs still going {CLOSE_S}s after the test, aborted: {aborted}")
 
 
 # -- leak guards (autouse) -------------------------------------------------------------------

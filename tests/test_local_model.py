@@ -24,7 +24,8 @@ from tui_agent.models.local import (
     reply_schema,
 )
 
-pytestmark = pytest.mark.local_model
+# Loading the weights cold and generating on a loaded machine take far longer than the rest.
+pytestmark = [pytest.mark.local_model, pytest.mark.timeout(180)]
 
 ADD_TOOL = {
     "type": "function",

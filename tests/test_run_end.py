@@ -89,3 +89,59 @@ async def test_a_message_queued_behind_a_run_that_ends_early_still_runs(
     stored = await agent.memory.recall(T, last_messages=10)
     assert [m.content for m in stored][-2:] == ["after it", "second answer"]
 
+
+# -- Agent.close(timeout=...) ------------------------------------------------------------------
+
+
+async def test_close_with_a_timeout_aborts_a_run_still_going_and_names_it(
+    store: SqliteStore, agents: AgentFactory
+) -> None:
+    held = Held("never")  # never released: only close() can end the run
+    agent = agents(name="a", instructions="x", model=ScriptedModel(handler=held),
+                   memory=Memory(store=store))
+    output = await agent.stream("start", memory={"resource": R, "thread": T})
+    await asyncio.wait_for(held.entered.wait(), GUARD_S)
+
+    assert await agent.close(timeout=0.2) == [output.run_id]
+    assert agent.local_runs() == []
+    assert (await output.result()).finish_reason == "abort"
+    run = await store.get_run(output.run_id)
+    assert run is not None and run.status == "aborted"
+    assert await store.active_run(T) is None, "the thread is free for the next run"
+    assert [m.content for m in await agent.memory.recall(T, last_messages=5)] == ["start"]
+
+
+async def test_close_with_a_timeout_waits_for_a_run_that_ends_in_time(
+    store: SqliteStore, agents: AgentFactory
+) -> None:
+    held = Held("done")
+    agent = agents(name="a", instructions="x", model=ScriptedModel(handler=held),
+                   memory=Memory(store=store))
+    output = await agent.stream("start", memory={"resource": R, "thread": T})
+    await asyncio.wait_for(held.entered.wait(), GUARD_S)
+    held.gate.set()  # the run can end now: close() waits for it and aborts nothing
+
+    assert await agent.close(timeout=GUARD_S) == []
+    result = await output.result()
+    assert (result.finish_reason, result.text) == ("stop", "done")
+    run = await store.get_run(output.run_id)
+    assert run is not None and run.status == "finished"
+
+
+async def test_close_with_a_timeout_also_aborts_the_queued_run_that_starts_meanwhile(
+    store: SqliteStore, agents: AgentFactory
+) -> None:
+    held = Held("never")
+    agent = agents(name="a", instructions="x", model=ScriptedModel(handler=held),
+                   memory=Memory(store=store))
+    first = await agent.send_message("first", resource_id=R, thread_id=T).accepted
+    await asyncio.wait_for(held.entered.wait(), GUARD_S)
+    queued = await agent.queue_message("after it", resource_id=R, thread_id=T).accepted
+    assert queued["action"] == "deliver" and queued["run_id"] != first["run_id"]  # its own run
+
+    aborted = await agent.close(timeout=0.2)
+    assert aborted[0] == first["run_id"]
+    assert agent.local_runs() == [] and await store.active_run(T) is None
+    statuses = {run.id: run.status for run in await store.list_runs(T)}
+    assert statuses[first["run_id"]] == "aborted"
+    assert "running" not in statuses.values(), statuses

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import uuid
@@ -360,24 +361,69 @@ class Agent:
     async def wait_for_local_runs(self) -> None:
         """Wait until this process runs nothing for this agent (a queued message's run may
         start here when the one before it ends: that one is waited for too)."""
-        while True:
-            starting = [task for task in self._background if not task.done()]
-            if starting:
-                await asyncio.gather(*starting, return_exceptions=True)
-            outputs = self.local_runs()
-            if not outputs:
-                return
-            await asyncio.gather(*(o.result() for o in outputs), return_exceptions=True)
+        await self._settle(None)
 
-    async def close(self) -> None:
+    async def close(self, *, timeout: float | None = None) -> list[str]:
         """Wait for this agent's runs in this process to end (those of generate()/stream() too:
         a run left going would write to a store its caller closes next, reopening it), then stop
-        background work (dispatcher)."""
+        background work (dispatcher).
+
+        ``timeout`` (seconds) bounds each wait: runs still going after it are aborted as
+        ``output.abort()`` does (the partial answer kept, the run ends "aborted"; a queued run
+        that starts meanwhile too) and waited for, again at most ``timeout``; what is still left
+        then (a run or a signal's routing stuck where an abort cannot reach) is cancelled.
+        Returns the ids of the runs it had to abort: [] when everything ended in time, as always
+        without a timeout."""
         from tui_agent.notifications.dispatcher import stop_dispatcher
 
-        await self.wait_for_local_runs()
-        await stop_dispatcher(self)
-        await self.wait_for_local_runs()  # a run that the dispatcher's last pass woke
+        aborted: list[str] = []
+        if not await self._settle(timeout):
+            aborted += await self._stop_work(timeout)
+        with contextlib.suppress(TimeoutError):  # a dispatcher pass stuck past it is cancelled
+            await asyncio.wait_for(stop_dispatcher(self), timeout)
+        if not await self._settle(timeout):  # a run that the dispatcher's last pass woke
+            aborted += await self._stop_work(timeout)
+        return aborted
+
+    def _pending(self) -> list[asyncio.Task[Any]]:
+        """This agent's work still going in this process: runs starting (woken or queued) and
+        signals being routed, then the runs themselves."""
+        starting = [task for task in self._background if not task.done()]
+        runs = [run.output._task for run in self._runs.values()]
+        return starting + [task for task in runs if task is not None and not task.done()]
+
+    async def _settle(self, timeout: float | None) -> bool:
+        """Wait (never cancelling) until :meth:`_pending` is empty; False if ``timeout`` seconds
+        passed first."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while pending := self._pending():
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return False
+            await asyncio.wait(pending, timeout=left)
+        return True
+
+    async def _stop_work(self, timeout: float | None) -> list[str]:
+        """Abort the runs still going until nothing is left: a run that starts meanwhile (a
+        queued one, whose turn came when the one before it ended) is aborted too, once it runs
+        (cancelled before, it would keep the thread's lease). After ``timeout`` more seconds,
+        cancel what is left. The ids of the aborted runs."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        aborted: list[str] = []
+        while pending := self._pending():
+            for output in self.local_runs():
+                if output.abort() and output.run_id not in aborted:
+                    aborted.append(output.run_id)
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                for task in pending:
+                    task.cancel()
+                await asyncio.wait(pending, timeout=timeout)
+                break
+            await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        return aborted
 
 
 def _input_messages(messages: Any) -> list[dict[str, Any]]:
