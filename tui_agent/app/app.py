@@ -54,7 +54,7 @@ class TuiAgentApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+o", "open_thread", "Open", id="app.open_thread"),
         Binding("ctrl+r", "swap_thread", "Swap", id="app.swap_thread"),
-        Binding("ctrl+w", "close_pane", "Close", id="app.close_pane"),
+        Binding("f8", "close_pane", "Close", id="app.close_pane"),
         Binding("f6", "focus_pane(1)", "Next pane", id="app.next_pane"),
         Binding("shift+f6", "focus_pane(-1)", "Prev pane", show=False, id="app.prev_pane"),
         Binding("f11", "toggle_maximize", "Maximise", id="app.maximize"),
@@ -247,7 +247,7 @@ class TuiAgentApp(App[int]):
         commands = [
             ("Open thread", "Open a thread in a new pane (ctrl+o)", self.action_open_thread),
             ("Swap thread", "Show another thread in this pane (ctrl+r)", self.action_swap_thread),
-            ("Close pane", "Close the focused pane (ctrl+w)", self.action_close_pane),
+            ("Close pane", "Close the focused pane (f8)", self.action_close_pane),
             ("Maximise pane", "Maximise the focused pane or restore the grid (f11)",
              self.action_toggle_maximize),
         ]
@@ -255,14 +255,14 @@ class TuiAgentApp(App[int]):
             yield SystemCommand(title, help_, callback)
         pane = self.focused_pane()
         if pane is not None:
-            yield SystemCommand("Abort run", "Abort the focused pane's live run (ctrl+x)",
+            yield SystemCommand("Abort run", "Abort the focused pane's live run (escape)",
                                 pane.action_abort)
             yield SystemCommand("Detach / attach", "Stop or resume watching this thread "
-                                "(ctrl+u)", pane.action_toggle_attach)
+                                "(ctrl+g)", pane.action_toggle_attach)
             yield SystemCommand("Copy answer", "Copy the last answer's Markdown (ctrl+y)",
                                 pane.action_copy_message)
             yield SystemCommand("Copy code block", "Copy the last answer's last code block "
-                                "(ctrl+k)", pane.action_copy_code)
+                                "(ctrl+b)", pane.action_copy_code)
             yield SystemCommand("Toggle queue mode", "Send now or queue after the live run "
                                 "(ctrl+t)", pane.toggle_queue_mode)
 

@@ -95,6 +95,7 @@ class ThreadFeed:
         try:
             async for event in self._sub.stream:
                 self.transcript.apply(event)
+                self._taken(event)
                 if event.get("type") in ("finish", "abort", "error", "interrupted"):
                     usage = (event.get("payload") or {}).get("usage") or {}
                     self.thread_tokens += int(usage.get("input_tokens") or 0) + int(
@@ -116,6 +117,12 @@ class ThreadFeed:
             if self.active_run_id() is not None or self.waiting:
                 await self.refresh_waiting()
             await asyncio.sleep(WAITING_POLL_S)
+
+    def _taken(self, event: dict[str, Any]) -> None:
+        """A waiting signal's echo: a run took it, so it no longer waits."""
+        if self.waiting and event.get("type") in ("data-user-message", "data-signal"):
+            taken = (event.get("payload") or {}).get("id")
+            self.waiting = [w for w in self.waiting if w["id"] != taken]
 
     async def refresh_waiting(self) -> None:
         waiting = await self.agent.memory.waiting_signals(self.thread_id)

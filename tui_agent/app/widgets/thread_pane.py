@@ -44,11 +44,14 @@ class ThreadPane(Vertical):
     }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+x", "abort", "Abort run", id="pane.abort"),
-        Binding("ctrl+u", "toggle_attach", "Detach/attach", id="pane.detach"),
-        Binding("end", "follow", "Follow", show=False, id="pane.follow"),
+        # The composer keeps its editing keys (ctrl+u/k/w/x/e, home/end): none is taken here.
+        Binding("escape", "abort", "Abort run", id="pane.abort"),
+        Binding("ctrl+g", "toggle_attach", "Detach/attach", id="pane.detach"),
+        Binding("pageup", "page(-1)", "Scroll up", show=False, id="pane.page_up"),
+        Binding("pagedown", "page(1)", "Scroll down", show=False, id="pane.page_down"),
+        Binding("ctrl+end", "follow", "Follow", show=False, id="pane.follow"),
         Binding("ctrl+y", "copy_message", "Copy answer", id="pane.copy_message"),
-        Binding("ctrl+k", "copy_code", "Copy code", show=False, id="pane.copy_code"),
+        Binding("ctrl+b", "copy_code", "Copy code", show=False, id="pane.copy_code"),
     ]
 
     focused = reactive(False)
@@ -159,7 +162,8 @@ class ThreadPane(Vertical):
 
     def _show_unseen(self, view: TranscriptView) -> None:
         if not view.following and view.unseen:
-            self.show_notice(f"{view.unseen} new ↓ (End to follow)", sticky=True)
+            self.show_notice(f"{view.unseen} new ↓ (PgDn to the bottom follows again)",
+                             sticky=True)
 
     # -- status line ---------------------------------------------------------------------------
 
@@ -231,7 +235,8 @@ class ThreadPane(Vertical):
     async def action_toggle_attach(self) -> None:
         if self.feed.attached:
             self.feed.detach()
-            self.show_notice("⊘ detached: the run goes on; ctrl+u to watch again", sticky=True)
+            key = self.key_for("pane.detach")
+            self.show_notice(f"⊘ detached: the run goes on; {key} to watch again", sticky=True)
         else:
             await self._reattach()
 
@@ -245,6 +250,20 @@ class ThreadPane(Vertical):
         await self.query_one("#pane-body").mount(new_view, before=0)
         self.show_notice("attached")
         self.start_feed()
+
+    def key_for(self, binding_id: str) -> str:
+        """The key bound to ``binding_id`` now (after any keymap), as the footer shows it."""
+        for active in self.screen.active_bindings.values():
+            if active.binding.id == binding_id:
+                return self.app.get_key_display(active.binding)
+        return "?"
+
+    def action_page(self, direction: int) -> None:
+        view = self.query_one(TranscriptView)
+        if direction < 0:
+            view.scroll_page_up(animate=False)
+        else:
+            view.scroll_page_down(animate=False)
 
     def action_follow(self) -> None:
         self.query_one(TranscriptView).follow()
