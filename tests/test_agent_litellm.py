@@ -18,7 +18,8 @@ from tui_agent.models.resolve import ModelConfig
 pytestmark = pytest.mark.integration
 
 NO_RETRY = {"max_retries": 0}  # litellm retries 429/5xx by default; these tests want one try
-SECRET = "sk-config-secret-0123456789abcdef"
+# A key without a well-known prefix: only knowing it (not its shape) can keep it out of errors.
+SECRET = "c0nfigSecret0123456789abcdefXyZ"
 
 
 class AddInput(BaseModel):
@@ -189,7 +190,7 @@ async def test_a_config_object_brings_its_own_key_and_base_and_the_key_is_never_
     openai_server.script(
         {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
         "Three.",
-        {"error": 500, "message": "later failure"},
+        {"error": 401, "message": f"Incorrect API key provided: {SECRET}"},  # quoted back
     )
     config = ModelConfig(
         id="openai/gpt-config",
@@ -205,7 +206,10 @@ async def test_a_config_object_brings_its_own_key_and_base_and_the_key_is_never_
     assert result.text == "Three."
     with pytest.raises(ModelCallError) as info:
         await agent.generate("again", **target)
+    assert "Incorrect API key provided: ***" in str(info.value)
     assert SECRET not in str(info.value)
+    (failed, *_) = await memory.store.list_runs("t")
+    assert failed.status == "failed" and "Incorrect API key provided: ***" in failed.error
 
     assert [r["model"] for r in openai_server.requests] == ["gpt-config"] * 3
     assert openai_server.request_headers[0]["authorization"] == f"Bearer {SECRET}"

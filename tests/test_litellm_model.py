@@ -11,7 +11,7 @@ from openai_server import FakeOpenAIServer
 
 from tui_agent.errors import MissingCredentialError, ModelCallError, UnknownProviderError
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta
-from tui_agent.models.litellm_model import LiteLLMModel
+from tui_agent.models.litellm_model import LiteLLMModel, _redact
 from tui_agent.models.resolve import FallbackModel, ModelConfig, resolve_model
 
 pytestmark = pytest.mark.integration
@@ -137,6 +137,85 @@ async def test_error_message_never_contains_the_api_key(
     assert info.value.status_code == 401
     assert key not in str(info.value)
     assert "***" in str(info.value)
+
+
+# Keys of other shapes than ``sk-…``: none matches the generic pattern, so only knowing the key,
+# wherever it was given, keeps it out of an error message (each layer of the redaction is tested
+# on its own: these for the known keys, the next test for the pattern).
+KEY_SHAPES = {
+    "32-hex": "9f86d081884c7d659a2feaa0c55ad015",
+    "jwt-like": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0dWkifQ.Qm9ndXNTaWduYXR1cmVGb3JUZXN0cw",
+    "no-prefix": "Zt9pQ2rX8vLm4KcW7yHs3NbFq6Dj",
+}
+# Where a key can come from, and the request header the provider sees it in.
+KEY_SOURCES = ["env", "model-config", "model-settings", "config-headers", "settings-headers"]
+
+
+def echo_credentials(server: FakeOpenAIServer) -> None:
+    """The provider rejects the call and quotes back the credentials it received, as real ones
+    do ("Incorrect API key provided: …")."""
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        headers = server.request_headers[-1]
+        quoted = [f"{name}: {headers[name]}" for name in ("authorization", "x-api-key")
+                  if name in headers]
+        return {"error": 401, "message": f"invalid credentials ({'; '.join(quoted)})"}
+
+    server.handler = reply
+
+
+def test_the_key_shapes_are_ones_the_generic_pattern_misses() -> None:
+    # Otherwise the next test could not tell a known key redacted from a pattern match.
+    for key in KEY_SHAPES.values():
+        assert _redact(f"key: {key}", []) == f"key: {key}"
+
+
+@pytest.mark.parametrize("source", KEY_SOURCES)
+@pytest.mark.parametrize("shape", list(KEY_SHAPES))
+async def test_a_key_of_any_shape_from_any_source_never_shows_in_an_error(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, source: str, shape: str
+) -> None:
+    key = KEY_SHAPES[shape]
+    echo_credentials(openai_server)
+    settings: dict[str, Any] = dict(NO_RETRY)
+    config: dict[str, Any] = {"id": "openai/gpt-test"}
+    if source == "env":
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+    elif source == "model-config":
+        monkeypatch.delenv("OPENAI_API_KEY")
+        config["api_key"] = key
+    elif source == "model-settings":
+        settings["api_key"] = key
+    elif source == "config-headers":
+        config["headers"] = {"X-Api-Key": key}
+    else:
+        settings["extra_headers"] = {"Authorization": f"Bearer {key}"}
+    model = resolve_model(ModelConfig(**config))
+    with pytest.raises(ModelCallError) as info:
+        await collect(model, ModelRequest([user("hi")], settings=settings))
+
+    sent = openai_server.request_headers[0]
+    assert key in (sent.get("authorization", "") + sent.get("x-api-key", "")), "the key was sent"
+    assert info.value.status_code == 401
+    assert key not in str(info.value)
+    assert "invalid credentials" in str(info.value) and "***" in str(info.value)
+
+
+@pytest.mark.parametrize("stranger", [
+    "sk-proj-Xq7Lm2Nv9Rt4Wz8Kp3Hs6Jd1",  # OpenAI
+    "sk-ant-api03-Xq7Lm2Nv9Rt4Wz8Kp3Hs6Jd1",  # Anthropic
+    "AIzaSyXq7Lm2Nv9Rt4Wz8Kp3Hs6Jd1Fb5",  # Google
+    "gsk_Xq7Lm2Nv9Rt4Wz8Kp3Hs6Jd1",  # Groq
+])
+async def test_a_key_the_call_never_held_is_masked_by_its_shape(
+    openai_server: FakeOpenAIServer, stranger: str
+) -> None:
+    # A proxy or provider that names some other key (another org's, an upstream one): the call
+    # cannot know it, only its well-known shape gives it away.
+    openai_server.script({"error": 401, "message": f"upstream rejected {stranger} for this org"})
+    with pytest.raises(ModelCallError) as info:
+        await collect(LiteLLMModel("openai/gpt-test"), no_retry_request())
+    assert stranger not in str(info.value)
+    assert "upstream rejected *** for this org" in str(info.value)
 
 
 async def test_connection_refused_is_a_model_call_error_without_status(

@@ -26,7 +26,7 @@ import contextlib
 import os
 import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -188,10 +188,11 @@ class LiteLLMModel:
             return
         if self._supports_usage_option is None:
             self._supports_usage_option = _supports_stream_options(self._litellm_model)
+        kwargs = self._call_kwargs(request)
         try:
-            response = await _open_stream(self._call_kwargs(request), abort)
+            response = await _open_stream(kwargs, abort)
         except Exception as exc:
-            raise self._call_error(exc) from exc
+            raise self._call_error(exc, kwargs) from exc
         if response is None:
             return  # aborted before the provider answered
         watcher = _close_on_abort(abort, response) if abort is not None else None
@@ -209,7 +210,7 @@ class LiteLLMModel:
         except Exception as exc:
             if abort is not None and abort.is_set():
                 return  # the stream was closed under us on purpose
-            raise self._call_error(exc) from exc
+            raise self._call_error(exc, kwargs) from exc
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -257,20 +258,15 @@ class LiteLLMModel:
         return None
 
     # -- errors ------------------------------------------------------------------------------
-    def _call_error(self, exc: Exception) -> Exception:
+    def _call_error(self, exc: Exception, kwargs: dict[str, Any]) -> Exception:
         if isinstance(exc, TuiAgentError) or not _is_provider_error(exc):
             return exc
         status = _status_of(exc)
         kind = type(exc).__name__
-        detail = _redact(_provider_message(exc), self._secrets())
+        detail = _redact(_provider_message(exc), _secrets(kwargs))
         where = f"HTTP {status}" if status is not None else "no response"
         return ModelCallError(f"model {self._model_id!r} failed ({kind}, {where}): {detail}",
                               status_code=status, model=self._model_id)
-
-    def _secrets(self) -> list[str]:
-        found = [self._api_key] if self._api_key else []
-        found += [v for k, v in os.environ.items() if _looks_secret(k) and len(v) >= 8]
-        return found
 
 
 _NO_EVENTS: tuple[ModelEvent, ...] = ()
@@ -443,6 +439,27 @@ def _provider_message(exc: BaseException) -> str:
 
 def _looks_secret(name: str) -> bool:
     return any(w in name for w in _CREDENTIAL_WORDS) and "PATH" not in name
+
+
+def _secrets(kwargs: dict[str, Any]) -> list[str]:
+    """Every credential this call could have sent, whatever its shape: the environment's
+    (variables named like credentials), the call's own (``api_key`` and other credential-named
+    settings, from a ModelConfig or ``model_settings``), and credential headers' values (each
+    word too: ``Bearer <token>``)."""
+    found = [v for k, v in os.environ.items() if _looks_secret(k)]
+    found += [v for k, v in kwargs.items() if isinstance(v, str) and _looks_secret(k.upper())]
+    for name in ("extra_headers", "headers"):
+        headers = kwargs.get(name)
+        if isinstance(headers, Mapping):
+            for key, value in headers.items():
+                if isinstance(value, str) and _is_credential_header(str(key)):
+                    found += [value, *value.split()]
+    return sorted({v for v in found if len(v) >= 8}, key=len, reverse=True)  # longest first
+
+
+def _is_credential_header(name: str) -> bool:
+    lowered = name.lower()
+    return any(w in lowered for w in ("auth", "key", "token", "secret", "cookie", "signature"))
 
 
 def _redact(text: str, secrets: list[str]) -> str:
