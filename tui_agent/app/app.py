@@ -51,6 +51,7 @@ class TuiAgentApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "tui-agent"
     PAUSE_GC_ON_SCROLL = True
+    AUTO_FOCUS = None  # the app focuses the newest pane's composer itself
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+o", "open_thread", "Open", id="app.open_thread"),
         Binding("ctrl+r", "swap_thread", "Swap", id="app.swap_thread"),
@@ -163,8 +164,12 @@ class TuiAgentApp(App[int]):
         self._recent.remove(pane)
 
     def on_pane_focused(self, message: PaneFocused) -> None:
-        if not message.pane.focused:
-            self._focus(message.pane)
+        pane = message.pane
+        if pane.focused or pane not in self.panes:
+            return
+        widget = self.focused  # a stale focus event (focus has moved on since) is ignored
+        if message.clicked or (widget is not None and pane in widget.ancestors_with_self):
+            self._focus(pane)
 
     def action_focus_pane(self, step: int) -> None:
         if not self.panes:

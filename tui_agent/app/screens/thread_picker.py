@@ -66,7 +66,7 @@ class ThreadPicker(ModalScreen[ThreadChoice | None]):
         super().__init__()
         self.choices = choices
         self.default_resource = default_resource
-        self._shown: list[ThreadChoice] = []
+        self.shown: list[ThreadChoice] = []
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
@@ -86,9 +86,9 @@ class ThreadPicker(ModalScreen[ThreadChoice | None]):
         shown = rank(self.choices, query)
         new = parse_new_thread(query, self.default_resource)
         known = {(c.resource_id, c.thread_id) for c in self.choices}
-        if new is not None and new not in known:
-            shown.insert(0, ThreadChoice(new[0], new[1], new=True))
-        self._shown = shown
+        if new is not None and new not in known:  # below the matches, if there are any
+            shown.append(ThreadChoice(new[0], new[1], new=True))
+        self.shown = shown
         options = self.query_one(OptionList)
         options.clear_options()
         options.add_options([Option(_row(c)) for c in shown])
@@ -97,17 +97,17 @@ class ThreadPicker(ModalScreen[ThreadChoice | None]):
 
     def action_cursor(self, step: int) -> None:
         options = self.query_one(OptionList)
-        if self._shown:
+        if self.shown:
             current = options.highlighted or 0
-            options.highlighted = max(0, min(len(self._shown) - 1, current + step))
+            options.highlighted = max(0, min(len(self.shown) - 1, current + step))
 
     def on_input_submitted(self) -> None:
         index = self.query_one(OptionList).highlighted
-        if index is not None and index < len(self._shown):
-            self.dismiss(self._shown[index])
+        if index is not None and index < len(self.shown):
+            self.dismiss(self.shown[index])
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self._shown[event.option_index])
+        self.dismiss(self.shown[event.option_index])
 
 
 def _row(choice: ThreadChoice) -> Content:

@@ -54,6 +54,7 @@ class ThreadPane(Vertical):
         Binding("ctrl+b", "copy_code", "Copy code", show=False, id="pane.copy_code"),
     ]
 
+    ALLOW_MAXIMIZE = True
     focused = reactive(False)
 
     class AbortRequested(Message):
@@ -186,7 +187,7 @@ class ThreadPane(Vertical):
         self.post_message(PaneFocused(self))
 
     def on_click(self) -> None:
-        self.post_message(PaneFocused(self))
+        self.post_message(PaneFocused(self, clicked=True))
 
     def toggle_queue_mode(self) -> None:
         self.query_one(Composer).action_toggle_queue()
@@ -323,6 +324,9 @@ class ThreadPane(Vertical):
 
 
 class PaneFocused(Message):
-    def __init__(self, pane: ThreadPane) -> None:
+    """Focus went into a pane (``clicked``: by the mouse, anywhere on it)."""
+
+    def __init__(self, pane: ThreadPane, *, clicked: bool = False) -> None:
         super().__init__()
         self.pane = pane
+        self.clicked = clicked

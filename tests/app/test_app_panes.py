@@ -1,0 +1,174 @@
+"""Panes in the app: open threads from the picker (fuzzy search, new thread), up to four at
+once in a grid, more kept open and cycled, focus by keys and mouse, maximise, close, swap; and
+themes: shipped, user-made, remembered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helpers.app import AppFactory, until
+
+from tui_agent.app.app import MAX_VISIBLE
+from tui_agent.app.screens.thread_picker import ThreadChoice, ThreadPicker, parse_new_thread, rank
+from tui_agent.app.widgets.thread_pane import ThreadPane
+
+
+async def seed_threads(agent: Any) -> None:
+    memory = agent.memory
+    for resource, thread, title, count in [("team", "standup", "Daily stand-up", 3),
+                                           ("team", "release", "Release 2.4", 1),
+                                           ("me", "notes", None, 2)]:
+        await memory.create_thread(thread, resource_id=resource, title=title)
+        await memory.save_messages([{"role": "user", "content": f"m{i}"} for i in range(count)],
+                                   thread_id=thread, resource_id=resource)
+
+
+def picker_rows(app: Any) -> list[ThreadChoice]:
+    screen = app.screen
+    assert isinstance(screen, ThreadPicker)
+    return list(screen.shown)
+
+
+async def test_the_picker_lists_threads_newest_first_with_counts_and_filters_fuzzily(
+    make_app: AppFactory,
+) -> None:
+    app = make_app(threads=[])
+    await seed_threads(app.config.agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: isinstance(app.screen, ThreadPicker), "the picker")
+        await until(pilot, lambda: len(picker_rows(app)) == 3, "three threads")
+        rows = picker_rows(app)
+        assert [r.thread_id for r in rows] == ["notes", "release", "standup"]  # newest first
+        assert {r.thread_id: r.messages for r in rows} == {"notes": 2, "release": 1,
+                                                          "standup": 3}
+        await pilot.press(*"stnd")  # fuzzy: s-t-n-d in "Daily stand-up team/standup"
+        await until(pilot, lambda: [r.thread_id for r in picker_rows(app)][:1] == ["standup"],
+                    "the fuzzy match first")
+        assert picker_rows(app)[-1].new  # "new thread me/stnd" comes after the matches
+        await pilot.press("enter")
+        await until(pilot, lambda: len(app.panes) == 1 and app.panes[0].feed.attached,
+                    "the pane opened")
+        assert app.panes[0].key == "team/standup"
+        assert [e.text for e in app.panes[0].feed.transcript.entries] == ["m0", "m1", "m2"]
+        assert app.panes[0].header_state.title == "Daily stand-up"
+
+
+async def test_typing_a_new_thread_id_in_the_picker_opens_an_empty_pane_on_it(
+    make_app: AppFactory,
+) -> None:
+    app = make_app(threads=[])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: isinstance(app.screen, ThreadPicker), "the picker")
+        await pilot.press(*"lab/ideas")
+        await until(pilot, lambda: picker_rows(app)[:1] and picker_rows(app)[0].new,
+                    "the new thread row")
+        await pilot.press("enter")
+        await until(pilot, lambda: len(app.panes) == 1 and app.panes[0].feed.attached,
+                    "the pane opened")
+        assert app.panes[0].key == "lab/ideas"
+        await pilot.press(*"first words", "enter")
+        await app.config.agent.wait_for_local_runs()
+        thread = await app.config.agent.memory.get_thread("ideas")
+        assert thread is not None and thread.resource_id == "lab"
+
+
+def test_new_thread_ids_are_parsed_or_refused() -> None:
+    assert parse_new_thread("lab/ideas", "me") == ("lab", "ideas")
+    assert parse_new_thread("ideas", "me") == ("me", "ideas")
+    assert parse_new_thread("two words", "me") is None
+    assert parse_new_thread("lab/", "me") is None
+    assert parse_new_thread("", "me") is None
+
+
+def test_rank_keeps_newest_first_without_a_query_and_drops_non_matches() -> None:
+    rows = [ThreadChoice("a", "alpha"), ThreadChoice("b", "beta"), ThreadChoice("c", "gamma")]
+    assert rank(rows, "") == rows
+    assert [r.thread_id for r in rank(rows, "bta")] == ["beta"]
+    assert rank(rows, "zzz") == []
+
+
+async def test_four_panes_share_the_screen_and_a_fifth_hides_the_least_recent(
+    make_app: AppFactory,
+) -> None:
+    threads = [("me", f"t{i}") for i in range(MAX_VISIBLE + 1)]
+    app = make_app(threads=threads[:MAX_VISIBLE])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: all(p.feed.attached for p in app.panes), "four panes")
+        visible = app.visible_panes()
+        assert len(visible) == MAX_VISIBLE
+        regions = {p.key: p.region for p in visible}
+        assert len({(r.x, r.y) for r in regions.values()}) == MAX_VISIBLE  # a 2×2 grid
+        assert all(r.width >= 70 and r.height >= 20 for r in regions.values())
+        first = app.panes[0]
+        fifth = app.open_pane(*threads[-1])
+        await until(pilot, lambda: fifth.feed.attached, "the fifth pane")
+        assert fifth.display and not first.display  # first was shown least recently
+        assert len(app.visible_panes()) == MAX_VISIBLE
+        assert app.focused_pane() is fifth
+        for _ in range(len(app.panes) - 1):  # f6 cycles through all, hidden ones included
+            await pilot.press("f6")
+        await until(pilot, lambda: app.focused_pane() is app.panes[-2], "cycled")
+        await pilot.press("f6", "f6")
+        await until(pilot, lambda: app.focused_pane() is first and first.display,
+                    "the hidden pane shown again")
+
+
+async def test_focus_moves_by_click_maximise_and_close(make_app: AppFactory) -> None:
+    app = make_app(threads=[("me", "left"), ("me", "right")])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: all(p.feed.attached for p in app.panes), "two panes")
+        left, right = app.panes
+        assert app.focused_pane() is right  # the last opened
+        await pilot.click(left, offset=(10, 5))
+        await until(pilot, lambda: app.focused_pane() is left, "focus by mouse")
+        assert left.has_class("-focused") and not right.has_class("-focused")
+        await pilot.press("f11")
+        await until(pilot, lambda: app.screen.maximized is left, "maximised")
+        assert left.region.width == 120
+        await pilot.press("f11")
+        await until(pilot, lambda: app.screen.maximized is None, "restored")
+        await pilot.press("f8")
+        await until(pilot, lambda: app.panes == [right], "the left pane closed")
+        await until(pilot, lambda: app.focused_pane() is right, "focus on what is left")
+        assert not left.is_attached
+
+
+async def test_swap_shows_another_thread_in_the_focused_pane(make_app: AppFactory) -> None:
+    app = make_app(threads=[("me", "main")])
+    await seed_threads(app.config.agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.panes and app.panes[0].feed.attached, "the pane")
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: isinstance(app.screen, ThreadPicker), "the picker")
+        await pilot.press(*"release", "enter")
+        await until(pilot, lambda: [p.key for p in app.panes] == ["team/release"], "swapped")
+
+
+async def test_themes_shipped_and_user_made_are_offered_and_the_choice_is_remembered(
+    make_app: AppFactory, _app_config_dir: Path,
+) -> None:
+    themes_dir = _app_config_dir / "themes"
+    themes_dir.mkdir(parents=True)
+    (themes_dir / "mine.toml").write_text('name = "mine"\nprimary = "#ff0000"\ndark = true\n')
+    (themes_dir / "broken.toml").write_text('name = "broken"\ncolour = "#00ff00"\n')
+    app = make_app()
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        assert app.theme == "tui-agent-dark"
+        assert {"tui-agent-dark", "tui-agent-light", "mine", "textual-light"} <= set(
+            app.available_themes)
+        assert "broken" not in app.available_themes
+        app.theme = "tui-agent-light"
+        await pilot.pause()
+    state = json.loads((_app_config_dir / "app-state.json").read_text())
+    assert state["theme"] == "tui-agent-light"
+    again = make_app()
+    async with again.run_test(size=(100, 30)):
+        assert again.theme == "tui-agent-light"
+
+
+def pane_classes(pane: ThreadPane) -> set[str]:
+    return set(pane.classes)
