@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,6 +218,21 @@ async def _thread_tokens(memory: Any, thread_id: str) -> int:
         return 0
     totals = await usage(thread_id)
     return int(totals.get("input_tokens", 0)) + int(totals.get("output_tokens", 0))
+
+
+def run_cost(model: str, input_tokens: int, output_tokens: int) -> float | None:
+    """The run's cost in USD where litellm's bundled cost map knows the model, else None.
+    Never imports litellm for this: it is read only once the background load has it."""
+    litellm = sys.modules.get("litellm")
+    if litellm is None or model.startswith("local/") or not (input_tokens or output_tokens):
+        return None
+    try:
+        prompt, completion = litellm.cost_per_token(
+            model=model, prompt_tokens=input_tokens, completion_tokens=output_tokens
+        )
+    except Exception:  # a model the map does not know
+        return None
+    return float(prompt + completion)
 
 
 def _one_line(error: BaseException) -> str:

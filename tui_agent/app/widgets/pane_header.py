@@ -69,7 +69,7 @@ def render_header(state: HeaderState, now: float) -> Content:
     title = state.title or state.thread
     tokens = f"{_count(state.run_tokens)} tok · thread {_count(state.thread_tokens)}"
     if state.cost is not None:
-        tokens += f" · ${state.cost:.4f}"
+        tokens += f" · ${state.cost:.4f} last run"
     parts: list[str | tuple[str, str]] = [
         (title, "bold"), " ", (state.thread, "$text-muted"), " · ",
         (state.agent, "$text-accent"), " · ", (state.model, "$text-muted"), " · ",

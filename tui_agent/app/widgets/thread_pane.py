@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from tui_agent.app.bridge import SendRequest, ThreadFeed
+from tui_agent.app.bridge import SendRequest, ThreadFeed, run_cost
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.pane_header import HeaderState, PaneHeader
 from tui_agent.app.widgets.transcript_view import TranscriptView
@@ -77,6 +77,7 @@ class ThreadPane(Vertical):
         self._last_sync = 0.0
         self._sync_timer: Any = None
         self._notice_timer: Any = None
+        self._sending = 0  # sends whose route is not decided yet
 
     @property
     def key(self) -> str:
@@ -153,12 +154,15 @@ class ThreadPane(Vertical):
             if state.state != "running":
                 state.started_at = time.monotonic()
             state.state = "running"
+        elif self._sending:
+            state.state = "sending"
         elif last is not None and last.status in ("aborted", "interrupted", "failed"):
             state.state = last.status
         elif self.feed.attached:
             state.state = "idle"
         if last is not None:
             state.run_tokens = last.input_tokens + last.output_tokens
+            state.cost = run_cost(state.model, last.input_tokens, last.output_tokens)
         self.query_one(PaneHeader).show()
 
     def _show_unseen(self, view: TranscriptView) -> None:
@@ -214,11 +218,15 @@ class ThreadPane(Vertical):
         from tui_agent.errors import TuiAgentError
 
         self.query_one(TranscriptView).follow()
+        self._sending += 1
+        self._update_header()  # "waiting for the lease" until the route is decided
         try:
             route = await self.feed.send(request)
         except TuiAgentError as error:
             self.show_notice(f"✗ {error}", error=True)
             return
+        finally:
+            self._sending -= 1
         self.show_notice(f"↪ {route}")
 
     # -- controls ------------------------------------------------------------------------------
