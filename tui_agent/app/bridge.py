@@ -59,7 +59,7 @@ class ThreadFeed:
         self.agent = agent
         self.resource_id = resource_id
         self.thread_id = thread_id
-        self.transcript = Transcript()
+        self.transcript = Transcript(agent_id=str(agent.id))
         self.attached = False
         self.has_older = False
         self.title: str | None = None

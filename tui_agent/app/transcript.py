@@ -68,7 +68,8 @@ class RunInfo:
 class Transcript:
     """Entries in screen order, plus what changed since ``take_changes``."""
 
-    def __init__(self) -> None:
+    def __init__(self, agent_id: str = "") -> None:
+        self.agent_id = agent_id  # the author of answers whose run's start was not seen
         self.entries: list[Entry] = []
         self._by_key: dict[str, Entry] = {}
         self._seen_signals: set[str] = set()
@@ -149,7 +150,7 @@ class Transcript:
             if record.content:
                 status = "aborted" if meta.get("aborted") else "done"
                 entries.append(self._new("assistant", text=str(record.content), status=status,
-                                         **base))
+                                         author=self.agent_id, **base))
             for call in meta.get("tool_calls") or []:
                 function = call.get("function") or {}
                 entry = self._new("tool", tag=str(function.get("name", "?")),
@@ -198,7 +199,7 @@ class Transcript:
                 return
             run = self.runs.get(run_id)
             entry = self._new("assistant", run_id=run_id, status="streaming",
-                              author=run.agent_id if run else "")
+                              author=(run.agent_id if run else "") or self.agent_id)
             self._open_text[run_id] = entry
             self._add(entry)
             text = text.lstrip("\n")
