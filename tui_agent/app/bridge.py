@@ -80,8 +80,7 @@ class ThreadFeed:
         self._sub = await self.agent.subscribe_to_thread(
             resource_id=self.resource_id, thread_id=self.thread_id
         )
-        thread = await memory.get_thread(self.thread_id)
-        self.title = thread.title if thread else None
+        await self._read_title()
         records = await memory.list_messages(self.thread_id, limit=HISTORY_PAGE)
         self.has_older = len(records) == HISTORY_PAGE
         self.thread_tokens = await _thread_tokens(memory, self.thread_id)
@@ -92,11 +91,17 @@ class ThreadFeed:
         self._poller = loop.create_task(self._poll_waiting(), name="pane waiting signals")
         self._changed()
 
+    async def _read_title(self) -> None:
+        thread = await self.agent.memory.get_thread(self.thread_id)
+        self.title = thread.title if thread else None
+
     async def _read(self) -> None:
         try:
             async for event in self._sub.stream:
                 self.transcript.apply(event)
                 self._taken(event)
+                if event.get("type") == "start" and not self.title:
+                    await self._read_title()  # the thread may have been created since
                 if event.get("type") in ("finish", "abort", "error", "interrupted"):
                     usage = (event.get("payload") or {}).get("usage") or {}
                     self.thread_tokens += int(usage.get("input_tokens") or 0) + int(

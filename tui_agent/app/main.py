@@ -11,7 +11,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tui_agent.cli.common import build_agent, check_model, model_label, parse_attrs, store_path
+from tui_agent.cli.common import (
+    build_agent,
+    check_model,
+    default_resource,
+    model_label,
+    parse_attrs,
+    store_path,
+)
 
 DEMO_CSS = Path(__file__).parent / "demo.tcss"  # demo.tcss at the repository's top, shipped
 
@@ -22,7 +29,7 @@ def build_config(args: argparse.Namespace, agent: Any) -> Any:
     from tui_agent.demo import DEMO_RESOURCE, DEMO_THREAD
 
     attributes = parse_attrs(args.attr, None)
-    name = args.as_name or args.resource
+    name = args.as_name or default_resource()  # you, not the thread's resource
     threads = [(args.resource, args.thread)]
     if args.demo:
         if not args.as_name:

@@ -82,7 +82,8 @@ class Transcript:
         self._tool_calls: dict[str, Entry] = {}  # tool_call_id → entry
         self._runs_from_history: set[str] = set()
         self.runs: dict[str, RunInfo] = {}
-        self.last_run: RunInfo | None = None
+        self.last_run: RunInfo | None = None  # the newest run seen, live or ended
+        self.last_ended: RunInfo | None = None  # the newest ended run (its tokens are known)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -288,7 +289,7 @@ class Transcript:
         usage = payload.get("usage") or {}
         run.input_tokens = int(usage.get("input_tokens") or 0)
         run.output_tokens = int(usage.get("output_tokens") or 0)
-        self.last_run = run
+        self.last_run = self.last_ended = run
         for entry in self._tool_calls.values():
             if entry.run_id == run_id and entry.status == "running" and status != "finished":
                 entry.status = "error"

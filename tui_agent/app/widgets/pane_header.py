@@ -67,7 +67,7 @@ def render_header(state: HeaderState, now: float) -> Content:
     if state.state == "running" and state.started_at is not None:
         label += f" {now - state.started_at:.0f}s"
     title = state.title or state.thread
-    tokens = f"{_count(state.run_tokens)} tok · thread {_count(state.thread_tokens)}"
+    tokens = f"last run {_count(state.run_tokens)} tok · thread {_count(state.thread_tokens)}"
     if state.cost is not None:
         tokens += f" · ${state.cost:.4f} last run"
     parts: list[str | tuple[str, str]] = [

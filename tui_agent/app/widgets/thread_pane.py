@@ -160,9 +160,10 @@ class ThreadPane(Vertical):
             state.state = last.status
         elif self.feed.attached:
             state.state = "idle"
-        if last is not None:
-            state.run_tokens = last.input_tokens + last.output_tokens
-            state.cost = run_cost(state.model, last.input_tokens, last.output_tokens)
+        ended = transcript.last_ended
+        if ended is not None:
+            state.run_tokens = ended.input_tokens + ended.output_tokens
+            state.cost = run_cost(state.model, ended.input_tokens, ended.output_tokens)
         self.query_one(PaneHeader).show()
 
     def _show_unseen(self, view: TranscriptView) -> None:
