@@ -161,13 +161,37 @@ async def test_same_dedupe_key_merges_into_the_pending_record(agent: Any, memory
     assert len(await memory.list_notifications(T)) == 1
 
 
-async def test_coalesce_key_merges_and_other_kinds_do_not(agent: Any, memory: Any) -> None:
+async def test_same_coalesce_key_merges_into_the_pending_record(agent: Any, memory: Any) -> None:
     a = await notify(agent, gh("x", priority="low", coalesce_key="pr-7"))
     b = await notify(agent, gh("y", priority="low", coalesce_key="pr-7"))
-    c = await notify(agent, {**gh("z", priority="low", coalesce_key="pr-7"), "kind": "review"})
-    d = await notify(agent, gh("w", priority="low"))  # no key: never merged
-    assert a["record"].id == b["record"].id != c["record"].id != d["record"].id
-    assert b["record"].coalesced_count == 2
+    assert b["record"].id == a["record"].id
+    assert (b["record"].summary, b["record"].coalesced_count) == ("y", 2)
+    assert len(await memory.list_notifications(T)) == 1
+
+
+async def test_without_a_key_nothing_is_merged(agent: Any, memory: Any) -> None:
+    a = await notify(agent, gh("same", priority="low"))
+    b = await notify(agent, gh("same", priority="low"))
+    assert a["record"].id != b["record"].id
+    assert len(await memory.list_notifications(T)) == 2
+
+
+@pytest.mark.parametrize("key", ["dedupe_key", "coalesce_key"])
+async def test_a_key_of_another_kind_is_not_merged(agent: Any, memory: Any, key: str) -> None:
+    a = await notify(agent, gh("CI failed", priority="low", **{key: "main"}))
+    b = await notify(agent, {**gh("review asked", priority="low", **{key: "main"}),
+                             "kind": "review"})
+    assert a["record"].id != b["record"].id
+    assert b["record"].coalesced_count == 1
+    assert {r.kind for r in await memory.list_notifications(T)} == {"ci-status", "review"}
+
+
+async def test_a_key_of_another_source_is_not_merged(agent: Any, memory: Any) -> None:
+    a = await notify(agent, gh("CI failed", priority="low", dedupe_key="main"))
+    b = await notify(agent, {**gh("CI failed", priority="low", dedupe_key="main"),
+                             "source": "gitlab"})
+    assert a["record"].id != b["record"].id
+    assert len(await memory.list_notifications(T)) == 2
 
 
 async def test_delivered_records_are_not_merged_into(agent: Any) -> None:
@@ -176,6 +200,48 @@ async def test_delivered_records_are_not_merged_into(agent: Any) -> None:
     second = await notify(agent, gh(dedupe_key="k"))
     assert second["record"].id != first["record"].id
     assert second["record"].coalesced_count == 1
+
+
+@pytest.mark.parametrize("handled", ["mark_notification_seen", "dismiss_notification",
+                                     "archive_notification"])
+async def test_a_record_the_user_handled_is_not_merged_into(
+    agent: Any, memory: Any, handled: str
+) -> None:
+    first = await notify(agent, gh("1 failing", priority="low", dedupe_key="ci"))
+    await getattr(memory, handled)(first["record"].id)
+    second = await notify(agent, gh("2 failing", priority="low", dedupe_key="ci"))
+    assert second["record"].id != first["record"].id
+    assert second["record"].status == "pending" and second["record"].coalesced_count == 1
+    assert (await memory.get_notification(first["record"].id)).summary == "1 failing"
+
+
+async def test_an_urgent_merged_into_a_pending_low_one_is_delivered_now(
+    agent: Any, memory: Any, seen: Seen
+) -> None:
+    low = await notify(agent, gh("1 failing", priority="low", dedupe_key="ci:main"))
+    assert low["record"].status == "pending" and seen.calls == []  # left for a digest
+    urgent = await notify(agent, gh("main is down", priority="urgent", dedupe_key="ci:main"))
+    record = urgent["record"]
+    assert record.id == low["record"].id and record.coalesced_count == 2
+    assert (record.priority, urgent["decision"].action, record.status) == (
+        "urgent", "deliver", "delivered")
+    assert seen.user_texts() == [
+        f'<notification id="{record.id}" source="github" kind="ci-status" priority="urgent"'
+        ' coalesced_count="2">main is down</notification>'
+
+    ]
+
+
+async def test_a_low_merged_into_a_pending_medium_one_keeps_it_medium(
+    agent: Any, memory: Any
+) -> None:
+    await make_active(memory)  # a busy thread: the medium one waits for the dispatcher
+    medium = await notify(agent, gh("3 failing", dedupe_key="ci:main"))
+    assert medium["record"].status == "pending"
+    low = await notify(agent, gh("2 failing", priority="low", dedupe_key="ci:main"))
+    assert low["record"].id == medium["record"].id
+    assert low["record"].priority == "medium"
+    assert low["record"].summary == "2 failing"  # the newest text, the highest priority
 
 
 async def test_a_list_in_gives_a_list_out(agent: Any, memory: Any) -> None:
