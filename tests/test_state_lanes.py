@@ -87,10 +87,51 @@ async def test_same_cache_key_and_mode_is_skipped(agent: Any, memory: Any, seen:
     assert (lane.version, lane.value) == (1, {"n": 1})
     assert len(await memory.state_lane_history(T, "browser")) == 1
     assert len(seen.calls) == 1  # nothing was routed the second time
-    # the same cache key in the other mode is a change
+
+
+async def test_the_same_cache_key_in_the_other_mode_is_a_change(
+    agent: Any, memory: Any, seen: Seen
+) -> None:
+    await send(agent, {"id": "browser", "cache_key": "k1", "value": {"n": 1, "tab": "a"}})
     delta = await send(agent, {"id": "browser", "cache_key": "k1", "mode": "delta",
                                "delta": {"n": 5}})
-    assert delta["version"] == 2
+    assert delta["skipped"] is False and delta["version"] == 2
+    lane = await memory.get_state_lane(T, "browser")
+    assert (lane.mode, lane.value) == ("delta", {"n": 5, "tab": "a"})
+    assert seen.user_texts()[-1] == '<state id="browser" version="2">{"n":5}</state>'
+
+
+async def test_a_new_cache_key_in_the_same_mode_is_a_change(
+    agent: Any, memory: Any, seen: Seen
+) -> None:
+    await send(agent, {"id": "browser", "cache_key": "k1", "contents": "a", "value": 1})
+    result = await send(agent, {"id": "browser", "cache_key": "k2", "contents": "b", "value": 2})
+    assert result["skipped"] is False and result["version"] == 2
+    assert (await memory.get_state_lane(T, "browser")).value == 2
+    assert seen.user_texts()[-1] == '<state id="browser" version="2">b</state>'
+
+
+async def test_only_the_current_cache_key_is_skipped_not_an_older_one(
+    agent: Any, memory: Any
+) -> None:
+    for key, value in [("k1", 1), ("k2", 2)]:
+        await send(agent, {"id": "ed", "cache_key": key, "value": value})
+    back = await send(agent, {"id": "ed", "cache_key": "k1", "value": 1})  # back to k1: a change
+    assert back["skipped"] is False and back["version"] == 3
+    assert (await memory.get_state_lane(T, "ed")).value == 1
+
+
+async def test_cache_keys_are_per_lane_and_per_thread(agent: Any, memory: Any) -> None:
+    await memory.store.ensure_thread("thread-2", R)
+    first = await send(agent, {"id": "a", "cache_key": "k", "value": "a"})
+    other_lane = await send(agent, {"id": "b", "cache_key": "k", "value": "b"})
+    other_thread = await agent.send_state_signal(
+        {"id": "a", "cache_key": "k", "value": "a2"}, resource_id=R, thread_id="thread-2",
+        if_idle={"behavior": "persist"})
+    assert [r["skipped"] for r in (first, other_lane, other_thread)] == [False, False, False]
+    assert (await memory.get_state_lane(T, "b")).value == "b"
+    assert (await memory.get_state_lane("thread-2", "a")).value == "a2"
+    assert (await memory.get_state_lane(T, "a")).value == "a"
 
 
 async def test_deltas_apply_in_order_and_history_is_newest_first(
