@@ -3,6 +3,7 @@ rejected at construction with a clear error, and the editor's override rules."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,12 @@ import pytest
 from pydantic import BaseModel
 
 from tui_agent import Agent, Memory, RequestContext, SqliteStore, create_tool
-from tui_agent.errors import ConfigError, ProcessorError, ToolDefinitionError
+from tui_agent.errors import (
+    ConfigError,
+    MissingCredentialError,
+    ProcessorError,
+    ToolDefinitionError,
+)
 from tui_agent.testing import ScriptedModel
 
 CACHE = {"anthropic": {"cache_control": {"type": "ephemeral"}}}
@@ -90,10 +96,24 @@ def test_id_defaults_to_name_and_every_argument_is_kept(tmp_path: Path) -> None:
     assert "helper" in repr(agent())
 
 
-def test_constructing_does_not_touch_the_network_or_credentials() -> None:
-    # No OPENAI_API_KEY in the environment: construction still works; the first call checks.
+async def test_constructing_does_not_touch_the_network_or_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    attempts: list[Any] = []
+
+    def record(*args: Any, **kwargs: Any) -> Any:
+        attempts.append(args)
+        raise ConnectionRefusedError("this test makes no connection")
+
+    monkeypatch.setattr(socket.socket, "connect", record)
+    monkeypatch.setattr(socket, "getaddrinfo", record)
+    # No OPENAI_API_KEY in the environment: construction still works, touching nothing...
     built = Agent(name="a", instructions="x", model="openai/gpt-4o-mini")
-    assert built.model == "openai/gpt-4o-mini"
+    assert attempts == []
+    # ...and the first call names the missing key, still before any connection.
+    with pytest.raises(MissingCredentialError, match="OPENAI_API_KEY"):
+        await built.generate("hi")
+    assert attempts == []
 
 
 async def test_default_options_apply_and_a_call_overrides_them() -> None:

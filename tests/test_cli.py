@@ -242,7 +242,7 @@ def test_agent_name_picks_one_of_several(db: str) -> None:
 
 
 def test_chat_through_stdin(db: str) -> None:
-    chat = Command("--db", db, "chat", "--agent", SCRIPTED, "-t", "c", "--as", "zoe",
+    chat = Command("--db", db, "chat", "--agent", SCRIPTED, "-r", "lab", "-t", "c", "--as", "zoe",
                    "--attr", "from=cli", stdin=True)
     chat.write("hello chat")
     chat.wait_for('echo: <user name="zoe" from="cli">hello chat</user>')
@@ -251,7 +251,7 @@ def test_chat_through_stdin(db: str) -> None:
     chat.write("/quit")
     code, out, err = chat.finish()
     assert code == 0, err
-    assert "thread" in out and "c" in out and db in out
+    assert f"· thread lab/c · store {db}" in out  # the banner names where the chat lives
 
 
 def test_chat_sees_another_terminals_run(db: str) -> None:

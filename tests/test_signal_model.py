@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -28,7 +29,9 @@ def test_message_from_string_is_a_user_signal_with_fresh_id_and_utc_time() -> No
     before = datetime.now(UTC)
     a, b = normalize_message("hello"), normalize_message("hello")
     assert (a.type, a.tag_name, a.contents, a.attributes) == ("user", "user", "hello", {})
-    assert a.id != b.id and len(a.id) == 32 and int(a.id, 16) >= 0
+    assert a.id != b.id
+    assert all(re.fullmatch("[0-9a-f]{32}", s.id) for s in (a, b)), (a.id, b.id)  # uuid4 hex
+    assert len({normalize_message("x").id for _ in range(1000)}) == 1000
     assert a.created_at.tzinfo is not None and a.created_at.utcoffset() == timedelta(0)
     assert before <= a.created_at <= datetime.now(UTC)
 
