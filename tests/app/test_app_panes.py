@@ -172,3 +172,23 @@ async def test_themes_shipped_and_user_made_are_offered_and_the_choice_is_rememb
 
 def pane_classes(pane: ThreadPane) -> set[str]:
     return set(pane.classes)
+
+
+async def test_a_hidden_pane_buffers_and_shows_what_it_missed_when_shown(
+    make_app: AppFactory,
+) -> None:
+    threads = [("me", f"t{i}") for i in range(MAX_VISIBLE + 1)]
+    app = make_app(threads=threads)
+    agent = app.config.agent
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: all(p.feed.attached for p in app.panes), "five panes")
+        hidden = app.panes[0]
+        assert not hidden.display
+        receipt = agent.send_message("while hidden", resource_id="me", thread_id="t0")
+        await receipt.accepted
+        await agent.wait_for_local_runs()
+        await until(pilot, lambda: len(hidden.feed.transcript.entries) == 2, "fed")
+        await until(pilot, lambda: hidden.drained, "the change taken")
+        assert hidden.transcript_view().widget_count() == 0  # buffered, not rendered
+        app.show_pane(hidden)
+        await until(pilot, lambda: hidden.transcript_view().widget_count() == 2, "shown")

@@ -128,7 +128,10 @@ class TuiAgentApp(App[int]):
             self._recent.append(pane)
         visible = self._recent[-MAX_VISIBLE:]
         for each in self.panes:
-            each.display = each in visible
+            shown = each in visible
+            if shown and not each.display:
+                each.schedule_sync()  # it buffered while hidden: show what it missed
+            each.display = shown
         self._layout_grid(len(visible))
         self._focus(pane)
 

@@ -119,6 +119,10 @@ class ThreadPane(Vertical):
 
     def on_thread_feed_changed(self, message: ThreadFeed.Changed) -> None:
         message.stop()
+        self.schedule_sync()
+
+    def schedule_sync(self) -> None:
+        """Sync the widgets soon: at most FOCUSED_HZ (or BACKGROUND_HZ) times a second."""
         hz = FOCUSED_HZ if self.focused else BACKGROUND_HZ
         wait = max(0.005, 1.0 / hz - (time.monotonic() - self._last_sync))
         if self._sync_timer is None:
@@ -278,7 +282,7 @@ class ThreadPane(Vertical):
     def action_follow(self) -> None:
         self.query_one(TranscriptView).follow()
         self.query_one("#pane-status", Static).update("")
-        self.on_thread_feed_changed(ThreadFeed.Changed(self.feed))
+        self.schedule_sync()
 
     def on_transcript_view_near_top(self, message: TranscriptView.NearTop) -> None:
         message.stop()
@@ -295,7 +299,7 @@ class ThreadPane(Vertical):
         message.stop()
         if message.following:
             self.query_one("#pane-status", Static).update("")
-            self.on_thread_feed_changed(ThreadFeed.Changed(self.feed))
+            self.schedule_sync()
 
     # -- copy ----------------------------------------------------------------------------------
 
