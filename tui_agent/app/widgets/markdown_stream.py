@@ -16,6 +16,7 @@ from rich.console import ConsoleOptions
 from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.style import Style
+from rich.theme import Theme as RichTheme
 from textual.geometry import Region, Size
 from textual.selection import Selection
 from textual.strip import Strip
@@ -33,6 +34,7 @@ _INLINE_ONLY = frozenset({"paragraph_open", "heading_open"})
 _UNCHANGED = 1 << 30
 # rich's ``Markdown`` builds this parser (the same plugins) for every instance, which costs more
 # than parsing a block: one is shared here, and each render copies a prototype ``Markdown``.
+LIGHT_MARKDOWN_STYLES = RichTheme({"markdown.code": "bold #0b5cad on #e3e8f0"})
 _PARSER = MarkdownIt().enable("strikethrough").enable("table")
 _PROTOTYPES: dict[str, Markdown] = {}
 
@@ -332,7 +334,11 @@ class MarkdownStream(Widget):
         theme = LIGHT_CODE_THEME if self._dark is False else DARK_CODE_THEME
         markdown = _markdown(source, theme)
         tokens = markdown.parsed
-        lines = console.render_lines(markdown, self._options)
+        if self._dark is False:  # rich's inline code is "cyan on black": a black box on white
+            with console.use_theme(LIGHT_MARKDOWN_STYLES):
+                lines = console.render_lines(markdown, self._options)
+        else:
+            lines = console.render_lines(markdown, self._options)
         lead = bool(tokens) and tokens[0].nesting == 1 and tokens[0].type not in _INLINE_ONLY
         if lead and lines and not "".join(segment.text for segment in lines[0]).strip():
             del lines[0]
