@@ -55,6 +55,15 @@ class ThreadFeed:
             self.feed = feed
             self.error = error
 
+    class StateChanged(Message):
+        """A state lane of the thread changed (its ``data-signal`` of type state was read from
+        the thread's stream: sent by this process or another). Posted once per such event."""
+
+        def __init__(self, feed: ThreadFeed, lane_id: str) -> None:
+            super().__init__()
+            self.feed = feed
+            self.lane_id = lane_id
+
     def __init__(self, agent: Any, resource_id: str, thread_id: str, target: MessagePump) -> None:
         self.agent = agent
         self.resource_id = resource_id
@@ -65,6 +74,7 @@ class ThreadFeed:
         self.title: str | None = None
         self.thread_tokens = 0
         self.waiting: list[dict[str, Any]] = []  # accepted signals no run has taken yet
+        self.state_events = 0  # state-lane changes read from the stream since start()
         self._target = target
         self._sub: Any = None
         self._pump: asyncio.Task[None] | None = None
@@ -100,6 +110,7 @@ class ThreadFeed:
             async for event in self._sub.stream:
                 self.transcript.apply(event)
                 self._taken(event)
+                self._state_event(event)
                 if event.get("type") == "start" and not self.title:
                     await self._read_title()  # the thread may have been created since
                 if event.get("type") in ("finish", "abort", "error", "interrupted"):
@@ -123,6 +134,14 @@ class ThreadFeed:
             if self.active_run_id() is not None or self.waiting:
                 await self.refresh_waiting()
             await asyncio.sleep(WAITING_POLL_S)
+
+    def _state_event(self, event: dict[str, Any]) -> None:
+        """A state lane changed: tell the pane (its state panel re-reads the lanes)."""
+        payload = event.get("payload") or {}
+        if event.get("type") == "data-signal" and payload.get("type") == "state":
+            self.state_events += 1
+            lane_id = str((payload.get("attributes") or {}).get("id") or "")
+            self._target.post_message(self.StateChanged(self, lane_id))
 
     def _taken(self, event: dict[str, Any]) -> None:
         """A waiting signal's echo: a run took it, so it no longer waits."""
@@ -194,6 +213,15 @@ class ThreadFeed:
         route = route_label(await receipt.accepted, queued=request.queued)
         await self.refresh_waiting()
         return route
+
+    async def state_lanes(self) -> list[Any]:
+        """The thread's state lanes as stored now (``id, version, mode, value, updated_at``)."""
+        return list(await self.agent.memory.list_state_lanes(self.thread_id))
+
+    async def state_lane_history(self, lane_id: str, limit: int) -> list[Any]:
+        """The lane's newest ``limit`` versions, newest first (each with its ``delta``)."""
+        history = self.agent.memory.state_lane_history
+        return list(await history(self.thread_id, lane_id, limit=limit))
 
     async def load_older(self) -> int:
         """Page the messages older than the oldest shown into the top. Returns how many."""
