@@ -6,11 +6,11 @@ the state lanes and the notification inbox (mixins) are all read back from the s
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from tui_agent.errors import ConfigError, StoreError
 from tui_agent.notifications.inbox import InboxMixin
+from tui_agent.settings import current_settings
 from tui_agent.state.lanes import StateLanesMixin
 from tui_agent.store.records import MessageRecord, ThreadRecord
 from tui_agent.store.sqlite import MessageIn, SqliteStore
@@ -29,14 +29,13 @@ class Memory(StateLanesMixin, InboxMixin):
         last_messages: int = 20,
     ) -> None:
         self.store = store if store is not None else SqliteStore()
-        ttl = lease_ttl_s if lease_ttl_s is not None else _env_seconds("TUI_AGENT_LEASE_TTL_S")
+        settings = current_settings() if lease_ttl_s is None or lease_renew_s is None else None
+        ttl = lease_ttl_s if lease_ttl_s is not None else settings and settings.lease_ttl_s
         ttl = DEFAULT_LEASE_TTL_S if ttl is None else ttl
         if ttl <= 0:
             raise ConfigError(f"lease_ttl_s must be positive, got {ttl}")
         self.lease_ttl_s = ttl
-        renew = lease_renew_s if lease_renew_s is not None else _env_seconds(
-            "TUI_AGENT_LEASE_RENEW_S"
-        )
+        renew = lease_renew_s if lease_renew_s is not None else settings and settings.lease_renew_s
         renew = ttl / 3 if renew is None else renew
         if not 0 < renew < ttl:
             # Renewing no faster than the lease expires would let a live run look dead.
@@ -163,13 +162,3 @@ def _message_in(message: dict[str, Any], index: int) -> MessageIn:
         if key in message:
             metadata[key] = message[key]
     return MessageIn(role=role, content=message["content"], metadata=metadata)
-
-
-def _env_seconds(name: str) -> float | None:
-    raw = os.environ.get(name)
-    if not raw:
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None

@@ -17,6 +17,14 @@ def config_dir() -> Path:
 
 
 def default_db_path() -> Path:
-    """``$TUI_AGENT_DB`` if set, else ``$XDG_DATA_HOME/tui-agent/tui-agent.db``."""
-    override = os.environ.get("TUI_AGENT_DB")
-    return Path(override) if override else data_dir() / "tui-agent.db"
+    """The settings' ``db`` (``$TUI_AGENT_DB``, the settings file), else
+    ``$XDG_DATA_HOME/tui-agent/tui-agent.db``."""
+    from tui_agent.settings import current_settings
+
+    override = current_settings().db
+    return Path(strip_sqlite_scheme(override)) if override else data_dir() / "tui-agent.db"
+
+
+def strip_sqlite_scheme(location: str) -> str:
+    """``sqlite:///path/to.db`` → ``/path/to.db`` (a plain path is returned as it is)."""
+    return location.removeprefix("sqlite://") if location.startswith("sqlite:///") else location

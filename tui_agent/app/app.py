@@ -17,6 +17,7 @@ from textual.containers import Container, Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tui_agent.app.keymap import check_keymap
 from tui_agent.app.screens.confirm import ConfirmScreen
 from tui_agent.app.screens.thread_picker import ThreadChoice, ThreadPicker
 from tui_agent.app.theme_files import (
@@ -29,6 +30,19 @@ from tui_agent.app.widgets.composer import Identity
 from tui_agent.app.widgets.thread_pane import PaneFocused, ThreadPane
 
 MAX_VISIBLE = 4
+
+
+def binding_scopes() -> dict[str, list[Any]]:
+    """Every binding with an id, grouped by what is live at the same time."""
+    from tui_agent.app.widgets.composer import Composer
+    from tui_agent.app.widgets.tool_call import ToolCall
+
+    return {
+        "main": [*TuiAgentApp.BINDINGS, *ThreadPane.BINDINGS, *Composer.BINDINGS,
+                 *ToolCall.BINDINGS],
+        "picker": list(ThreadPicker.BINDINGS),
+        "confirm": list(ConfirmScreen.BINDINGS),
+    }
 
 
 @dataclass
@@ -45,6 +59,8 @@ class AppConfig:
     warm_model: bool = True  # load the model (litellm, the local server) in the background
     demo: bool = False
     extra_css: list[str] = field(default_factory=list)
+    keymap: dict[str, str] = field(default_factory=dict)  # binding id → keys (settings)
+    theme: str | None = None  # the settings' theme; None: the remembered one
 
 
 class TuiAgentApp(App[int]):
@@ -81,6 +97,7 @@ class TuiAgentApp(App[int]):
 
     def on_mount(self) -> None:
         self._load_themes()
+        self._apply_keymap()
         for resource_id, thread_id in self.config.threads:
             self.open_pane(resource_id, thread_id)
         if self.config.warm_model:
@@ -92,10 +109,17 @@ class TuiAgentApp(App[int]):
         themes, self._theme_errors = discover_themes()
         for theme in themes:
             self.register_theme(theme)
-        wanted = remembered_theme() or DEFAULT_THEME
+        wanted = self.config.theme or remembered_theme() or DEFAULT_THEME
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
         for error in self._theme_errors:
             self.notify(error, title="theme skipped", severity="warning", timeout=8)
+
+    def _apply_keymap(self) -> None:
+        """The settings' keymap, checked first: unknown ids and clashes are warnings."""
+        usable, warnings = check_keymap(self.config.keymap, binding_scopes())
+        self.set_keymap(usable)
+        for warning in warnings:
+            self.notify(warning, title="keymap", severity="warning", timeout=10)
 
     def watch_theme(self, name: str) -> None:
         if self.is_mounted:  # remember a choice, not the start-up default

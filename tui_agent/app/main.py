@@ -42,6 +42,7 @@ def build_config(args: argparse.Namespace, agent: Any) -> Any:
         default_resource=args.resource, store_label=store_path(agent),
         warm_model=not args.no_warm, demo=args.demo,
         extra_css=[str(DEMO_CSS)] if args.demo else [],
+        keymap=dict(args.settings.keymap), theme=args.settings.theme,
     )
 
 

@@ -15,19 +15,12 @@ from typing import Any
 
 from tui_agent.errors import ConfigError
 
-DEFAULT_MODEL = "local/smollm2"
-DEFAULT_THREAD = "main"
-
 
 def default_resource() -> str:
     try:
         return os.environ.get("USER") or getpass.getuser() or "local"
     except (KeyError, OSError):  # no passwd entry (some containers)
         return "local"
-
-
-def default_model() -> str:
-    return os.environ.get("TUI_AGENT_MODEL") or DEFAULT_MODEL
 
 
 def parse_attrs(pairs: list[str] | None, name: str | None = None) -> dict[str, str]:
@@ -51,11 +44,15 @@ def message_of(text: str, attributes: dict[str, str]) -> Any:
 
 
 def build_agent(args: argparse.Namespace) -> Any:
-    """The agent the command talks to, with memory on the chosen store."""
+    """The agent the command talks to, with memory on the chosen store: ``--agent FILE:NAME``,
+    else one of the settings' ``[[agents]]`` (``--agent-name`` / ``default_agent``, else the
+    first), else the demo agent on the settings' model."""
     from tui_agent.memory import Memory
     from tui_agent.store.sqlite import SqliteStore
 
-    memory = Memory(store=SqliteStore(args.db))
+    settings = args.settings
+    memory = Memory(store=SqliteStore(args.db), lease_ttl_s=settings.lease_ttl_s,
+                    lease_renew_s=settings.lease_renew_s)
     if args.agent:
         agent = pick_agent(load_agents(args.agent), args.agent_name, args.agent)
         if agent.memory is None:
@@ -66,9 +63,13 @@ def build_agent(args: argparse.Namespace) -> Any:
             validate_model_spec(args.model)
             agent.model = args.model
         return agent
+    if settings.agents and not getattr(args, "demo", False):
+        from tui_agent.cli.configured import build_configured_agent
+
+        return build_configured_agent(settings, settings.default_agent, memory, args.model)
     from tui_agent.cli.demo import build_demo_agent
 
-    return build_demo_agent(args.model or default_model(), tools=args.tools, memory=memory)
+    return build_demo_agent(args.model or settings.model, tools=args.tools, memory=memory)
 
 
 def load_agents(spec: str) -> list[Any]:

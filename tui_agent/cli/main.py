@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-COMMANDS = ("chat", "send", "watch")
+COMMANDS = ("chat", "send", "watch", "notify", "state", "config")
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
@@ -26,12 +25,17 @@ several terminals on the same --db and --resource/--thread see the same conversa
   tui-agent chat                       a line-based chat with the demo agent
   tui-agent send --thread main "hi"    send one message (wakes a run or joins the live one)
   tui-agent watch --thread main        print the thread's live stream until Ctrl-C
+  tui-agent notify -t main --source ci --kind build --priority high "build failed"
+  tui-agent state -t main --lane browser '{"tabs": 3}'
+  tui-agent config                     the effective settings and where each came from
 
 With no command, the app runs.
 """
 
 _COMMON_EPILOG = """\
-store:   --db PATH, else $TUI_AGENT_DB, else $XDG_DATA_HOME/tui-agent/tui-agent.db
+settings: flags > $TUI_AGENT_* > ./tui-agent.toml or ~/.config/tui-agent/tui-agent.toml
+store:   --db PATH, else $TUI_AGENT_DB, else the settings file's db, else
+         $XDG_DATA_HOME/tui-agent/tui-agent.db
 thread:  --resource defaults to $USER (or "local"), --thread to "main"
 model:   --model defaults to $TUI_AGENT_MODEL, else local/smollm2 (no key needed)
 agents:  --agent path/to/agents.py:name (or package.module:name) loads your own Agent, a list
@@ -92,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "browser state lane and notifications, on the local model")
     parser.add_argument("--no-warm", action="store_true", default=argparse.SUPPRESS,
                         help=argparse.SUPPRESS)  # tests: don't load the model in the background
-    sub = parser.add_subparsers(dest="command", metavar="{chat,send,watch}",
+    sub = parser.add_subparsers(dest="command", metavar="{chat,send,watch,notify,state,config}",
                                 help="with none, the app opens")
     fmt = argparse.RawDescriptionHelpFormatter
 
@@ -119,7 +123,37 @@ def build_parser() -> argparse.ArgumentParser:
     _common(watch)
     watch.add_argument("--json", action="store_true",
                        help="one JSON object per chunk (type, run_id, from, payload) per line")
+    _notify_parser(sub, fmt)
+    _state_parser(sub, fmt)
+    config = sub.add_parser("config", help="print the effective settings and their sources",
+                            formatter_class=fmt, epilog=_COMMON_EPILOG)
+    _common(config)
     return parser
+
+
+def _notify_parser(sub: Any, fmt: Any) -> None:
+    notify = sub.add_parser("notify", help="send a notification into a thread's inbox",
+                            formatter_class=fmt, epilog=_COMMON_EPILOG)
+    _common(notify)
+    notify.add_argument("--source", required=True, help="where it comes from, e.g. ci")
+    notify.add_argument("--kind", required=True, help="what it is, e.g. build")
+    notify.add_argument("--priority", choices=("low", "medium", "high", "urgent"),
+                        default="medium")
+    notify.add_argument("--dedupe-key", metavar="K", help="merge with a pending record of this key")
+    notify.add_argument("--coalesce-key", metavar="K", help="coalesce with pending records (×N)")
+    notify.add_argument("summary", nargs="+", help="one line saying what happened")
+
+
+def _state_parser(sub: Any, fmt: Any) -> None:
+    state = sub.add_parser("state", help="send a state-lane update into a thread",
+                           formatter_class=fmt, epilog=_COMMON_EPILOG)
+    _common(state)
+    state.add_argument("--lane", required=True, help="the lane's id, e.g. browser")
+    state.add_argument("--delta", action="store_true",
+                       help="the JSON is a merge patch on the lane's value (else a snapshot)")
+    state.add_argument("--cache-key", metavar="K",
+                       help="unchanged when equal to the lane's (default: a hash of the JSON)")
+    state.add_argument("json", help="the value (or patch) as JSON, e.g. '{\"tabs\": 3}'")
 
 
 _CHAT_EPILOG = """\
@@ -148,9 +182,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.db:
-        os.environ["TUI_AGENT_DB"] = args.db  # before any store is built
     try:
+        _settle(args)
         return asyncio.run(_dispatch(args))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -172,11 +205,20 @@ def _print_error(error: BaseException) -> None:
     )
 
 
-async def _dispatch(args: argparse.Namespace) -> int:
-    from tui_agent.cli.common import DEFAULT_THREAD, default_resource
+def _settle(args: argparse.Namespace) -> None:
+    """Read the settings once (flags > env > file) and fill the options from them."""
+    from tui_agent.cli.common import default_resource
+    from tui_agent.settings import load_settings
 
-    args.resource = args.resource or default_resource()
-    args.thread = args.thread or DEFAULT_THREAD
+    flags = {"db": args.db, "resource": args.resource, "thread": args.thread,
+             "model": args.model, "default_agent": args.agent_name}
+    args.settings = load_settings(flags)
+    args.db = args.settings.db
+    args.resource = args.settings.resource or default_resource()
+    args.thread = args.settings.thread
+
+
+async def _dispatch(args: argparse.Namespace) -> int:
     command: Any
     if args.command == "send":
         from tui_agent.cli.send import run_send as command
@@ -184,6 +226,12 @@ async def _dispatch(args: argparse.Namespace) -> int:
         from tui_agent.cli.watch import run_watch as command
     elif args.command == "chat":
         from tui_agent.cli.chat import run_chat as command
+    elif args.command == "notify":
+        from tui_agent.cli.inbox import run_notify as command
+    elif args.command == "state":
+        from tui_agent.cli.inbox import run_state as command
+    elif args.command == "config":
+        from tui_agent.cli.config import run_config as command
     else:
         from tui_agent.app.main import run_app as command
     return int(await command(args))

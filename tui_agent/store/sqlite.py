@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tui_agent.errors import StoreError
-from tui_agent.paths import default_db_path
+from tui_agent.paths import default_db_path, strip_sqlite_scheme
 from tui_agent.store import txn
 from tui_agent.store.records import (
     ActiveRun,
@@ -73,7 +73,7 @@ class SqliteStore:
     """A store on one SQLite file. ``path`` defaults to ``$TUI_AGENT_DB`` or the XDG data dir."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        chosen = path or os.environ.get("TUI_AGENT_DB") or default_db_path()
+        chosen = strip_sqlite_scheme(str(path)) if path else default_db_path()
         self.path = str(chosen)
         self._db: Any = None  # aiosqlite.Connection, opened lazily
         self._open_lock: asyncio.Lock | None = None

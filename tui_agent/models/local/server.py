@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from tui_agent.errors import ConfigError, ModelCallError
+from tui_agent.errors import ModelCallError
 
 THREADS_ENV = "TUI_AGENT_LOCAL_THREADS"
 CONTEXT_SIZE = 8192  # SmolLM2's training context; the KV cache costs about 21 KB a token
@@ -30,17 +30,12 @@ _CHILD = Path(__file__).with_name("server_child.py")
 
 
 def default_threads() -> int:
-    """``TUI_AGENT_LOCAL_THREADS`` if set, else every core but one (so the UI keeps one)."""
-    raw = os.environ.get(THREADS_ENV)
-    if raw is None or not raw.strip():
-        return max(1, (os.cpu_count() or 2) - 1)
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ConfigError(f"{THREADS_ENV} must be a whole number >= 1, got {raw!r}")
-    return value
+    """The settings' ``local_threads`` (``TUI_AGENT_LOCAL_THREADS``) if set, else every core
+    but one (so the UI keeps one)."""
+    from tui_agent.settings import current_settings
+
+    value = current_settings().local_threads
+    return max(1, (os.cpu_count() or 2) - 1) if value is None else value
 
 
 @dataclass(slots=True)

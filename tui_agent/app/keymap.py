@@ -1,0 +1,65 @@
+"""The user's keymap (binding id → keys), checked before Textual's ``App.set_keymap`` applies it:
+an unknown id or a clash is a warning in the app, never a crash."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from textual.binding import Binding
+
+# Keys the composer (an Input) uses for editing: a pane binding on one of them never fires
+# while you type.
+COMPOSER_KEYS = frozenset({
+    "ctrl+a", "ctrl+e", "ctrl+k", "ctrl+u", "ctrl+w", "ctrl+x", "ctrl+c", "ctrl+v", "ctrl+d",
+    "home", "end", "left", "right", "backspace", "delete", "enter",
+})
+
+
+def binding_ids(scopes: Mapping[str, Iterable[object]]) -> dict[str, tuple[str, str]]:
+    """``{binding id: (scope, default keys)}`` for every Binding with an id. A scope is a set
+    of bindings live at the same time (the main screen's; a dialog's)."""
+    found: dict[str, tuple[str, str]] = {}
+    for scope, bindings in scopes.items():
+        for binding in bindings:
+            if isinstance(binding, Binding) and binding.id:
+                found[binding.id] = (scope, binding.key)
+    return found
+
+
+def check_keymap(keymap: Mapping[str, str],
+                 scopes: Mapping[str, Iterable[object]]) -> tuple[dict[str, str], list[str]]:
+    """The entries that can be applied, and one warning per problem."""
+    known = binding_ids(scopes)
+    usable: dict[str, str] = {}
+    warnings: list[str] = []
+    for binding_id, keys in keymap.items():
+        if binding_id not in known:
+            warnings.append(f"keymap: unknown binding id {binding_id!r} (ignored)")
+            continue
+        usable[binding_id] = keys
+    effective = {bid: usable.get(bid, default) for bid, (_, default) in known.items()}
+    for binding_id, keys in usable.items():
+        for warning in _clashes(binding_id, keys, known, effective):
+            if warning not in warnings:
+                warnings.append(warning)
+    return usable, warnings
+
+
+def _clashes(binding_id: str, keys: str, known: dict[str, tuple[str, str]],
+             effective: dict[str, str]) -> list[str]:
+    scope = known[binding_id][0]
+    mine = _split(keys)
+    found: list[str] = []
+    for other, other_keys in effective.items():
+        common = mine & _split(other_keys)
+        if other != binding_id and known[other][0] == scope and common:
+            pair = " and ".join(sorted((binding_id, other)))
+            found.append(f"keymap: {pair} are both on {', '.join(sorted(common))}")
+    if scope == "main" and not binding_id.startswith("composer.") and mine & COMPOSER_KEYS:
+        taken = ", ".join(sorted(mine & COMPOSER_KEYS))
+        found.append(f"keymap: {binding_id} on {taken} is taken by the composer while typing")
+    return found
+
+
+def _split(keys: str) -> set[str]:
+    return {key.strip() for key in keys.split(",") if key.strip()}

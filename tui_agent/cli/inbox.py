@@ -1,0 +1,79 @@
+"""``tui-agent notify`` and ``tui-agent state``: feed a thread's inbox and state lanes from a
+script, through ``send_notification_signal`` / ``send_state_signal``, and print what happened
+(the record and the policy's decision; the lane's new version or "unchanged")."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from typing import Any
+
+from tui_agent.cli.common import build_agent, check_model
+from tui_agent.cli.render import make_console
+from tui_agent.errors import ConfigError
+
+
+async def run_notify(args: argparse.Namespace) -> int:
+    summary = " ".join(args.summary).strip()
+    if not summary:
+        raise ConfigError("notify: the summary is empty")
+    notification: dict[str, Any] = {"source": args.source, "kind": args.kind,
+                                    "summary": summary, "priority": args.priority}
+    if args.dedupe_key:
+        notification["dedupe_key"] = args.dedupe_key
+    if args.coalesce_key:
+        notification["coalesce_key"] = args.coalesce_key
+    agent = build_agent(args)
+    try:
+        await check_model(agent, warm=False)  # a delivery may wake the model
+        await agent.memory.create_thread(args.thread, resource_id=args.resource)
+        outcome = await agent.send_notification_signal(
+            notification, resource_id=args.resource, thread_id=args.thread)
+        record, decision = outcome["record"], outcome["decision"]
+        make_console(sys.stderr).print(
+            f"[bold]{decision['action']}[/bold] ({decision.get('reason', '')})")
+        print(json.dumps({"record": _plain(record), "decision": _plain(decision)},
+                         default=str, ensure_ascii=False))
+        await agent.wait_for_local_runs()  # a run it woke lives here: let it finish
+    finally:
+        await agent.close()
+        await agent.memory.store.close()
+    return 0
+
+
+async def run_state(args: argparse.Namespace) -> int:
+    try:
+        value = json.loads(args.json)
+    except ValueError as error:
+        raise ConfigError(f"state: not JSON: {error}") from None
+    mode = "delta" if args.delta else "snapshot"
+    cache_key = args.cache_key or hashlib.sha1(
+        json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+    signal: dict[str, Any] = {"id": args.lane, "mode": mode, "cache_key": cache_key,
+                              ("delta" if args.delta else "value"): value}
+    agent = build_agent(args)
+    try:
+        await agent.memory.create_thread(args.thread, resource_id=args.resource)
+        outcome = await agent.send_state_signal(
+            signal, resource_id=args.resource, thread_id=args.thread,
+            if_idle={"behavior": "persist"})
+        lane = await agent.memory.get_state_lane(args.thread, args.lane)
+        err = make_console(sys.stderr)
+        if isinstance(outcome, dict) and outcome.get("skipped"):
+            err.print(f"[bold]unchanged[/bold] ({outcome.get('reason')})")
+        else:
+            err.print(f"[bold]{args.lane}[/bold] → version {lane.version if lane else '?'}")
+        print(json.dumps(_plain(lane), default=str, ensure_ascii=False))
+        await agent.wait_for_local_runs()
+    finally:
+        await agent.close()
+        await agent.memory.store.close()
+    return 0
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value
