@@ -64,7 +64,7 @@ def test_the_working_directory_file_comes_before_the_config_directory_one(
         ("modle = 1\n", "unknown key 'modle' (known keys: db, model,"),
         ('lease_ttl_s = "soon"\n', "lease_ttl_s: input should be a valid number"),
         ("x = [\n", "not valid TOML"),
-        ('model = "gpt4"\n', "model: value error, a router string provider/model"),
+        ('model = "gpt4"\n', "model: value error, not a router string"),
         ('[[agents]]\nname = "x"\n', "agents.0.id: field required"),
         ('[[agents]]\nid = "x"\ncolour = 1\n', "unknown key 'agents.0.colour' (known keys: id,"),
         ("local_threads = 0\n", "local_threads: value error, a whole number >= 1"),

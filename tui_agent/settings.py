@@ -84,8 +84,10 @@ class Settings(BaseSettings):
     @field_validator("model")
     @classmethod
     def _router_string(cls, value: str) -> str:
-        if "/" not in value:
-            raise ValueError("a router string provider/model, e.g. 'local/smollm2'")
+        provider, slash, name = value.partition("/")
+        if not slash or not provider.strip() or not name.strip():
+            raise ValueError("not a router string: write it as 'provider/model', e.g. "
+                             "'openai/gpt-4o-mini' or 'local/smollm2'")
         return value
 
     @property
