@@ -67,6 +67,11 @@ class Settings(BaseSettings):
     local_threads: int | None = None
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
+    @field_validator("db")
+    @classmethod
+    def _home(cls, value: str | None) -> str | None:
+        return str(Path(value).expanduser()) if value and value.startswith("~") else value
+
     @field_validator("local_threads")
     @classmethod
     def _at_least_one(cls, value: int | None) -> int | None:
