@@ -88,12 +88,19 @@ def is_subsequence(needle: list[str], haystack: list[str]) -> bool:
     return all(word in it for word in needle)
 
 
+async def final_lines(widget: MarkdownStream) -> list[str]:
+    """A finished widget's lines once its one-shot render (in a worker thread) is in."""
+    widget.text_lines()  # starts the render if it has not started
+    await widget.wait_final()
+    return widget.text_lines()
+
+
 async def reference_lines(app: Host, pilot: Pilot[None], text: str) -> list[str]:
     """The lines of a widget made at once with the whole text, finished."""
     reference = MarkdownStream(text, finished=True)
     await app.query_one("#box").mount(reference)
     await pilot.pause()
-    lines = reference.text_lines()
+    lines = await final_lines(reference)
     await reference.remove()
     return lines
 
@@ -124,7 +131,8 @@ async def test_every_chunk_boundary_matches_the_one_shot_render(name: str) -> No
             assert streamed == reference, i
             widget.finish()
             assert widget.finished
-            assert widget.text_lines() == reference, i
+            assert widget.text_lines() == reference, i  # at once: the streamed lines stay
+            assert await final_lines(widget) == reference, i
         await box.remove_children()
 
 
@@ -156,7 +164,7 @@ async def test_char_by_char_matches_and_keeps_every_finished_block() -> None:
                 assert is_subsequence(words("\n".join(blocks)), shown), i
         assert widget.text_lines() == reference
         widget.finish()
-        assert widget.text_lines() == reference
+        assert await final_lines(widget) == reference
         await pilot.pause()  # the real paint path agrees with text_lines()
         assert widget.size.height == len(reference)
         painted = [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
@@ -173,7 +181,7 @@ async def test_width_change_rewraps() -> None:
         await pilot.pause()
         wide = streaming.text_lines()
         assert max(len(line) for line in wide) > 30
-        assert wide == done.text_lines()
+        assert wide == await final_lines(done)
         renders = streaming.blocks_rendered
 
         await pilot.resize_terminal(30, 40)
@@ -182,7 +190,7 @@ async def test_width_change_rewraps() -> None:
         assert streaming.size.width == 30
         assert max(len(line) for line in narrow) <= 30
         assert len(narrow) > len(wide)
-        assert narrow == done.text_lines()
+        assert narrow == await final_lines(done)
         assert streaming.size.height == len(narrow)  # the layout got the new height
         assert streaming.blocks_rendered == 2 * renders  # each block once more, for the width
 
@@ -250,7 +258,7 @@ async def test_selection_copies_rendered_text_or_the_whole_source() -> None:
         widget = MarkdownStream(text, finished=True)
         await app.query_one("#box").mount(widget)
         await pilot.pause()
-        lines = widget.text_lines()
+        lines = await final_lines(widget)
         assert widget.allow_select
         widget.text_select_all()
         assert app.screen.get_selected_text() == text  # the whole widget: its Markdown

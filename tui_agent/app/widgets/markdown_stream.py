@@ -7,15 +7,17 @@ block and was measured far too slow with four panes streaming at 500 tokens/s.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
 from rich.cells import cell_len
-from rich.console import ConsoleOptions
+from rich.console import Console, ConsoleOptions
 from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from rich.theme import Theme as RichTheme
 from textual.geometry import Region, Size
 from textual.selection import Selection
@@ -115,6 +117,7 @@ class MarkdownStream(Widget):
         self._lines: list[Strip] = []  # the finished blocks' lines, with their separators
         self._tail: list[Strip] | None = None  # the tail's lines (None: to render)
         self._final: list[Strip] | None = None  # the one-shot render once finished
+        self._final_task: asyncio.Task[None] | None = None  # that render, off the event loop
         self._split_pending = True  # ``_rest`` holds text not yet split into blocks
         self._width = 0  # the width the strips were rendered at
         self._dark: bool | None = None  # the app theme's flag the code blocks were drawn for
@@ -123,6 +126,7 @@ class MarkdownStream(Widget):
         self._changed_from = _UNCHANGED  # first line changed since the last repaint request
         self._laid_out_height = -1  # the height last reported to the layout
         self._update_scheduled = False
+        self._streamed = not finished  # False: made finished (history), never streamed
         self.blocks_rendered = 0
         """How many times a finished block was rendered (a diagnostic: each block renders once
         per width and theme while streaming, not once per append)."""
@@ -147,6 +151,7 @@ class MarkdownStream(Widget):
             return
         if self._finished:
             self._reopen()
+        self._streamed = True
         self._rest += text
         self._source = None
         self._split_pending = True
@@ -154,18 +159,13 @@ class MarkdownStream(Widget):
         self._schedule_update()
 
     def finish(self) -> None:
-        """The stream ended: render the whole source in one shot and drop the block cache."""
+        """The stream ended: the whole source is rendered once more in one shot (so no stale
+        block state can remain) — in a worker thread, so a long answer never blocks the event
+        loop; the streamed lines stay on screen until it is ready."""
         if self._finished:
             return
         self._finished = True
-        self._rest = self.markdown
-        self._head = []
-        self._block_sources = []
-        self._blocks = []
-        self._lines = []
-        self._tail = None
         self._final = None
-        self._split_pending = False
         self._schedule_update()
 
     # -- reading what is shown (tests, selection, benchmarks) --------------------------------
@@ -241,20 +241,18 @@ class MarkdownStream(Widget):
         self.call_next(self.flush)
 
     def _reopen(self) -> None:
-        """``append`` after ``finish``: stream again, re-splitting the whole source."""
+        """``append`` after ``finish``: stream again."""
         self._finished = False
         self._final = None
-        self._split_pending = True
         self._changed_from = 0
 
     def _line_count(self) -> int:
-        if self._finished:
-            return len(self._final or ())
+        if self._final is not None:
+            return len(self._final)
         return len(self._lines) + len(self._tail or ())
 
     def _line(self, y: int) -> Strip:
-        if self._finished:
-            assert self._final is not None
+        if self._final is not None:
             return self._final[y]
         if y < len(self._lines):
             return self._lines[y]
@@ -274,9 +272,13 @@ class MarkdownStream(Widget):
             self._width = width
             self._options = None
             self._drop_strips()
-        if self._finished:
-            if self._final is None:
-                self._final = self._render(self.markdown).strips
+        if self._finished and self._final is None:
+            self._render_final_later()
+        if self._final is not None:
+            return
+        if not self._streamed:  # until the Markdown render is ready: the plain text, cheaply
+            if self._tail is None:
+                self._tail = plain_strips(self.markdown, width)
                 self._changed_from = 0
             return
         if self._block_sources and not self._blocks:  # a new width or theme: all blocks again
@@ -305,6 +307,38 @@ class MarkdownStream(Widget):
                 self._tail.extend(part.strips)
             self._changed_from = min(self._changed_from, changed_from)
 
+    def _render_final_later(self) -> None:
+        """Start the one-shot render of the finished source in a worker thread (once per
+        source, width and theme); ``_final`` takes its lines when it is done."""
+        if self._final_task is not None or not self.is_mounted:
+            return
+        source, width, dark = self.markdown, self._width, self._dark
+        options = self.app.console.options.update_width(width)
+
+        async def render() -> None:
+            try:
+                part = await asyncio.to_thread(render_markdown, source, width, dark, options,
+                                               Console(width=width))
+            finally:
+                self._final_task = None
+            if self._finished and (self.markdown, self._width, self._dark) == (source, width,
+                                                                                dark):
+                self._final = part.strips
+                self._changed_from = 0
+                if self.is_mounted:
+                    self.refresh(layout=True)
+
+        self._final_task = asyncio.get_running_loop().create_task(render())
+
+    def on_unmount(self) -> None:
+        if self._final_task is not None:
+            self._final_task.cancel()
+
+    async def wait_final(self) -> None:
+        """Until the finished answer's one-shot render (if one is under way) is on screen."""
+        while self._final_task is not None:
+            await asyncio.shield(self._final_task)
+
     def _drop_strips(self) -> None:
         self._blocks = []
         self._lines = []
@@ -331,19 +365,40 @@ class MarkdownStream(Widget):
         console = self.app.console
         if self._options is None:
             self._options = console.options.update_width(self._width)
-        theme = LIGHT_CODE_THEME if self._dark is False else DARK_CODE_THEME
-        markdown = _markdown(source, theme)
-        tokens = markdown.parsed
-        if self._dark is False:  # rich's inline code is "cyan on black": a black box on white
-            with console.use_theme(LIGHT_MARKDOWN_STYLES):
-                lines = console.render_lines(markdown, self._options)
-        else:
-            lines = console.render_lines(markdown, self._options)
-        lead = bool(tokens) and tokens[0].nesting == 1 and tokens[0].type not in _INLINE_ONLY
-        if lead and lines and not "".join(segment.text for segment in lines[0]).strip():
-            del lines[0]
-        spaced = not (tokens and tokens[-1].type == "hr")
-        return _Part([Strip(line, self._width) for line in lines], lead, spaced)
+        return render_markdown(source, self._width, self._dark, self._options, console)
+
+
+def plain_strips(source: str, width: int) -> list[Strip]:
+    """The source as plain wrapped lines: what a history answer shows for the moment its
+    Markdown render takes in a worker thread."""
+    lines: list[Strip] = []
+    for line in source.strip("\n").split("\n"):
+        text = Text(line)
+        wrapped = text.wrap(_PLAIN_CONSOLE, width) if line else [Text("")]
+        lines.extend(Strip([Segment(part.plain.ljust(width))], width) for part in wrapped)
+    return lines
+
+
+_PLAIN_CONSOLE = Console(width=80)
+
+
+def render_markdown(source: str, width: int, dark: bool | None, options: ConsoleOptions,
+                    console: Console) -> _Part:
+    """``source`` rendered by rich's ``Markdown`` at ``width``. Safe in a worker thread when
+    ``console`` is that thread's own."""
+    theme = LIGHT_CODE_THEME if dark is False else DARK_CODE_THEME
+    markdown = _markdown(source, theme)
+    tokens = markdown.parsed
+    if dark is False:  # rich's inline code is "cyan on black": a black box on white
+        with console.use_theme(LIGHT_MARKDOWN_STYLES):
+            lines = console.render_lines(markdown, options)
+    else:
+        lines = console.render_lines(markdown, options)
+    lead = bool(tokens) and tokens[0].nesting == 1 and tokens[0].type not in _INLINE_ONLY
+    if lead and lines and not "".join(segment.text for segment in lines[0]).strip():
+        del lines[0]
+    spaced = not (tokens and tokens[-1].type == "hr")
+    return _Part([Strip(line, width) for line in lines], lead, spaced)
 
 
 def _highlight(strip: Strip, span: tuple[int, int], style: Style) -> Strip:
