@@ -135,7 +135,8 @@ class TuiAgentApp(App[int]):
                 return pane
         config = self.config
         pane = ThreadPane(config.agent, resource_id, thread_id, identity=config.identity,
-                          agent_label=config.agent_label, model_label=config.model_label)
+                          agent_label=config.agent_label, model_label=config.model_label,
+                          show_state=config.demo)  # the demo opens with its lanes shown
         self.panes.append(pane)
         self._recent.append(pane)
         self.query_one("#panes").mount(pane)
@@ -295,6 +296,8 @@ class TuiAgentApp(App[int]):
                                 pane.action_copy_message)
             yield SystemCommand("Copy code block", "Copy the last answer's last code block "
                                 "(ctrl+b)", pane.action_copy_code)
+            yield SystemCommand("Toggle state panel", "Show or hide the thread's state lanes "
+                                "(f3)", pane.action_toggle_state)
             yield SystemCommand("Toggle queue mode", "Send now or queue after the live run "
                                 "(ctrl+t)", pane.toggle_queue_mode)
 

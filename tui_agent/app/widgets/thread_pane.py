@@ -22,6 +22,7 @@ from textual.widgets import Static
 from tui_agent.app.bridge import SendRequest, ThreadFeed, run_cost
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.pane_header import HeaderState, PaneHeader
+from tui_agent.app.widgets.state_panel import StatePanel
 from tui_agent.app.widgets.transcript_view import TranscriptView
 from tui_agent.app.widgets.waiting_signals import WaitingSignals
 
@@ -38,7 +39,6 @@ class ThreadPane(Vertical):
         width: 1fr;
         &.-focused { border: round $border; }
         & > #pane-body { height: 1fr; }
-        & #pane-side { width: 32; display: none; border-left: vkey $border-blurred; }
         & > #pane-status { height: 1; color: $text-muted; padding: 0 1; }
         & > #pane-status.-error { color: $text-error; }
     }
@@ -52,6 +52,7 @@ class ThreadPane(Vertical):
         Binding("ctrl+end", "follow", "Follow", show=False, id="pane.follow"),
         Binding("ctrl+y", "copy_message", "Copy answer", id="pane.copy_message"),
         Binding("ctrl+b", "copy_code", "Copy code", show=False, id="pane.copy_code"),
+        Binding("f3", "toggle_state", "State", show=False, id="pane.toggle_state"),
     ]
 
     ALLOW_MAXIMIZE = True
@@ -65,7 +66,7 @@ class ThreadPane(Vertical):
             self.pane = pane
 
     def __init__(self, agent: Any, resource_id: str, thread_id: str, *, identity: Identity,
-                 agent_label: str, model_label: str) -> None:
+                 agent_label: str, model_label: str, show_state: bool = False) -> None:
         super().__init__()
         self.agent = agent
         self.resource_id = resource_id
@@ -74,6 +75,7 @@ class ThreadPane(Vertical):
         self.header_state = HeaderState(title="", thread=f"{resource_id}/{thread_id}",
                                         agent=agent_label, model=model_label)
         self._identity = identity
+        self._show_state = show_state
         self._last_sync = 0.0
         self._sync_timer: Any = None
         self._notice_timer: Any = None
@@ -95,7 +97,7 @@ class ThreadPane(Vertical):
         yield PaneHeader(self.header_state)
         with Horizontal(id="pane-body"):
             yield TranscriptView(self.feed.transcript, id="transcript")
-            yield Vertical(id="pane-side")  # the state-lane column (its own issue)
+            yield StatePanel(lambda: self.feed, shown=self._show_state, id="pane-side")
         yield WaitingSignals(id="pane-waiting")
         yield Static("", id="pane-status", markup=False)
         yield Composer(self._identity, id="composer")
@@ -127,6 +129,19 @@ class ThreadPane(Vertical):
         wait = max(0.005, 1.0 / hz - (time.monotonic() - self._last_sync))
         if self._sync_timer is None:
             self._sync_timer = self.set_timer(wait, self._sync)
+
+    def on_thread_feed_state_changed(self, message: ThreadFeed.StateChanged) -> None:
+        message.stop()
+        self.query_one(StatePanel).lane_changed(message.lane_id)
+
+    def action_toggle_state(self) -> None:
+        """Show (and focus) or hide the state-lane panel."""
+        panel = self.query_one(StatePanel)
+        panel.set_shown(not panel.shown)
+        if panel.shown:
+            panel.focus_panel()
+        else:
+            self.focus_composer()
 
     def on_thread_feed_failed(self, message: ThreadFeed.Failed) -> None:
         message.stop()

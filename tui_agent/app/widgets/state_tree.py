@@ -1,0 +1,193 @@
+"""``StateTree``: a JSON value as a collapsible tree, bounded whatever the value's size.
+
+Each line's label is a list of ``(text, role)`` parts, styled at render time by the role's
+component class (``state-tree--key``, ``--string``, …), so a theme change restyles it and the
+panel can re-render a line (a lane's age) without rebuilding it. ``add_value`` caps what it
+builds: ``MAX_ITEMS`` entries a container, ``MAX_DEPTH`` levels, ``NODE_BUDGET`` lines a value,
+strings over ``FOLD_CHARS`` folded (their full text, in chunks, one expansion away).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from tui_agent.app.widgets.state_values import fold, is_container, scalar_text, summary
+
+MAX_ITEMS = 40  # entries shown per object or list; the rest is one "… N more" line
+MAX_DEPTH = 6  # containers nested deeper show as a one-line summary
+NODE_BUDGET = 300  # lines built per value at most
+FOLD_CHARS = 30  # a string longer than this is folded
+CHUNK_CHARS = 30  # a folded string unfolds in lines of this many characters
+MAX_CHUNKS = 20  # … and at most this many lines
+AUTO_EXPAND_ITEMS = 6  # a first-level container this small starts expanded
+
+Part = tuple[str, str]  # (text, role)
+Path = tuple[Any, ...]
+
+
+@dataclass
+class Row:
+    """What one line of a ``StateTree`` shows: its lane, its path in the value, its parts."""
+
+    lane: str
+    path: Path
+    parts: list[Part] = field(default_factory=list)
+
+
+@dataclass
+class Budget:
+    left: int = NODE_BUDGET
+
+
+ExpandRule = Callable[[str, Path, Any], bool]
+
+
+def default_expanded(lane: str, path: Path, value: Any) -> bool:
+    """A first-level container with few entries starts open; everything deeper, closed."""
+    return len(path) == 1 and len(value) <= AUTO_EXPAND_ITEMS
+
+
+class StateTree(Tree[Row]):
+    """A Tree whose labels are role-styled parts (see the module docstring)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = Tree.COMPONENT_CLASSES | {
+        f"state-tree--{role}" for role in (
+            "key", "index", "string", "number", "bool", "null", "muted", "lane", "mode",
+            "version", "changed", "added", "removed",
+        )
+    }
+    DEFAULT_CSS = """
+    StateTree {
+        background: transparent;
+        padding: 0;
+        overflow-x: hidden;  /* labels are folded to fit; left/right step a lane's history */
+        scrollbar-size-vertical: 1;
+        & > .state-tree--key { color: $text-primary; }
+        & > .state-tree--index { color: $text-muted; }
+        & > .state-tree--string { color: $text-success; }
+        & > .state-tree--number { color: $text-accent; }
+        & > .state-tree--bool { color: $text-warning; }
+        & > .state-tree--null { color: $text-muted; text-style: italic; }
+        & > .state-tree--muted { color: $text-muted; }
+        & > .state-tree--lane { text-style: bold; }
+        & > .state-tree--mode { color: $text-muted; }
+        & > .state-tree--version { color: $text-accent; }
+        & > .state-tree--changed { background: $success 35%; text-style: bold; }
+        & > .state-tree--added { color: $text-success; }
+        & > .state-tree--removed { color: $text-error; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("state", id=id)
+        self.show_root = False
+        self.guide_depth = 2
+        self.auto_expand = True
+        self.describe: Callable[[Row], Sequence[Part]] = lambda row: row.parts
+
+    def render_label(self, node: TreeNode[Row], base_style: Style, style: Style) -> Text:
+        """The node's parts, each in its role's style, under ``style`` (cursor, hover)."""
+        row = node.data
+        if row is None:
+            return super().render_label(node, base_style, style)
+        label = Text.assemble(*[(text, self._role_style(role))
+                                for text, role in self.describe(row)])
+        label.stylize(style)
+        if node.allow_expand:
+            icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
+            return Text.assemble((icon, base_style + Style(bold=True)), label)
+        return label
+
+    def _role_style(self, roles: str) -> Style:
+        """The style of a part: its roles' (space-separated) component styles combined."""
+        return Style.combine(self.get_component_rich_style(f"state-tree--{role}", partial=True)
+                             for role in roles.split())
+
+
+def add_value(parent: TreeNode[Row], lane: str, value: Any, *, path: Path = (),
+              expanded: ExpandRule = default_expanded, budget: Budget | None = None) -> None:
+    """Add ``value`` under ``parent``: a container's entries (capped), or one scalar line."""
+    budget = budget if budget is not None else Budget()
+    if not is_container(value):
+        _add_entry(parent, lane, None, value, path, expanded, budget)
+        return
+    items = list(value.items()) if isinstance(value, Mapping) else list(enumerate(value))
+    for index, (key, item) in enumerate(items):
+        if index >= MAX_ITEMS or budget.left <= 0:
+            more = f"… {len(items) - index} more"
+            parent.add_leaf(more, data=Row(lane, (*path, "…"), [(more, "muted")]))
+            return
+        _add_entry(parent, lane, key, item, (*path, key), expanded, budget)
+
+
+def _key_parts(key: Any) -> list[Part]:
+    if key is None:
+        return []
+    if isinstance(key, int):
+        return [(f"{key}", "index"), (": ", "muted")]
+    return [(str(key), "key"), (": ", "muted")]
+
+
+def _add_entry(parent: TreeNode[Row], lane: str, key: Any, item: Any, path: Path,
+               expanded: ExpandRule, budget: Budget) -> None:
+    budget.left -= 1
+    parts = _key_parts(key)
+    if is_container(item):
+        parts.append((summary(item), "muted"))
+        row = Row(lane, path, parts)
+        if not item or len(path) >= MAX_DEPTH:
+            if item:
+                parts.append((" …", "muted"))
+            parent.add_leaf(_plain(parts), data=row)
+            return
+        node = parent.add(_plain(parts), data=row, expand=expanded(lane, path, item))
+        add_value(node, lane, item, path=path, expanded=expanded, budget=budget)
+        return
+    text, role = scalar_text(item)
+    if role != "string" or len(text) <= FOLD_CHARS + 2:
+        parent.add_leaf(_plain(parts), data=Row(lane, path, [*parts, (text, role)]))
+        return
+    _add_folded(parent, lane, path, parts, str(item), expanded, budget)
+
+
+def _add_folded(parent: TreeNode[Row], lane: str, path: Path, parts: list[Part], text: str,
+                expanded: ExpandRule, budget: Budget) -> None:
+    """A long string: one folded line; its full text (bounded) as the lines under it."""
+    shown, _ = scalar_text(fold(text, FOLD_CHARS))
+    row = Row(lane, path, [*parts, (shown, "string"), (f" ({len(text):,} chars)", "muted")])
+    node = parent.add(_plain(row.parts), data=row, expand=expanded(lane, path, text))
+    chunks = [text[i:i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)]
+    for index, chunk in enumerate(chunks[:MAX_CHUNKS]):
+        budget.left -= 1
+        line = scalar_text(chunk)[0][1:-1]  # escapes visible, no quotes
+        node.add_leaf(line, data=Row(lane, (*path, ("chunk", index)), [(line, "string")]))
+    if len(chunks) > MAX_CHUNKS:
+        rest = len(text) - MAX_CHUNKS * CHUNK_CHARS
+        more = f"… {rest:,} more chars"
+        node.add_leaf(more, data=Row(lane, (*path, "…"), [(more, "muted")]))
+
+
+def _plain(parts: Sequence[Part]) -> str:
+    return "".join(text for text, _ in parts)
+
+
+def find_node(root: TreeNode[Row], lane: str, path: Path) -> TreeNode[Row] | None:
+    """The node showing ``path`` of ``lane`` under ``root``, if it is built."""
+    stack = list(root.children)
+    while stack:
+        node = stack.pop()
+        row = node.data
+        if row is None or row.lane != lane:
+            continue
+        if row.path == path:
+            return node
+        if row.path == path[: len(row.path)]:
+            stack.extend(node.children)
+    return None
