@@ -99,6 +99,37 @@ async def test_low_digest_reaches_subscribers_without_waking(
     )
 
 
+async def test_a_digest_of_more_than_lows_wakes_the_model(
+    agent: Any, memory: Any, seen: Seen
+) -> None:
+    run_id = await make_active(memory)
+    await agent.send_notification_signal(note("github"), resource_id=R, thread_id=T)  # medium
+    await end_run(memory, run_id)
+    await agent.send_notification_signal(note("slack", priority="low"), resource_id=R,
+                                         thread_id=T)
+    assert (await dispatch_due(agent))["digests"] == 1  # both in one digest, on an idle thread
+    await agent.wait_for_local_runs()
+    assert seen.user_texts() == [
+        '<notification-summary pending="2" priority="medium">github: 1, slack: 1'
+        "</notification-summary>"
+    ]
+
+
+async def test_a_digest_counts_only_what_is_still_pending(agent: Any, memory: Any) -> None:
+    run_id = await make_active(memory)
+    kept = (await agent.send_notification_signal(note("slack"), resource_id=R,
+                                                 thread_id=T))["record"]
+    gone = (await agent.send_notification_signal(note("github"), resource_id=R,
+                                                 thread_id=T))["record"]
+    await memory.dismiss_notification(gone.id)  # the user dealt with it before the digest
+    assert (await dispatch_due(agent))["digests"] == 1
+    assert [s["content"] for s in await routed(memory)] == [
+        '<notification-summary pending="1" priority="medium">slack: 1</notification-summary>'
+    ]
+    assert (await memory.get_notification(kept.id)).summarized_at is not None
+    await end_run(memory, run_id)
+
+
 async def test_high_held_while_active_is_delivered_once_idle(
     agent: Any, memory: Any, seen: Seen
 ) -> None:
@@ -159,6 +190,26 @@ async def test_a_delivery_that_keeps_failing_ends_as_failed(
     assert record.delivery_attempts == 5
     assert record.failed_at is not None
     assert record.last_delivery_error == "RuntimeError: routing is down"
+
+
+async def test_a_failed_delivery_is_retried_after_1_2_4_8_seconds(
+    agents: AgentFactory, memory: Any, seen: Seen
+) -> None:
+    agent = agents(BrokenAgent, name="b", instructions="x", model=ScriptedModel(handler=seen),
+                   memory=memory, notifications=MANUAL)
+    result = await agent.send_notification_signal(note(priority="urgent"), resource_id=R,
+                                                  thread_id=T)
+    record_id = result["record"].id  # its first try failed at once
+    waits = []
+    for _ in range(4):
+        record = await memory.get_notification(record_id)
+        due = record.deliver_at.timestamp()  # read back to the microsecond: +/- 1 µs
+        waits.append(round(due - record.updated_at.timestamp(), 3))  # after the failure
+        assert (await dispatch_due(agent, now=due - 0.01))["claimed"] == 0, "not before its time"
+        assert (await dispatch_due(agent, now=due + 0.001))["failures"] == 1
+    assert waits == [1, 2, 4, 8]
+    record = await memory.get_notification(record_id)
+    assert (record.status, record.delivery_attempts) == ("failed", 5)
 
 
 async def test_a_digest_that_keeps_failing_ends_as_failed(

@@ -295,6 +295,26 @@ async def test_async_decide_with_a_time(make_agent: AgentFactory) -> None:
     assert result["record"].summary_at == later
 
 
+@pytest.mark.parametrize(("action", "field"), [("summarize", "summary_at"),
+                                               ("defer", "deliver_at")])
+@pytest.mark.parametrize("sooner_first", [True, False])
+async def test_a_merged_record_is_due_at_the_sooner_of_its_two_times(
+    make_agent: AgentFactory, action: str, field: str, sooner_first: bool
+) -> None:
+    now = datetime.now(UTC)
+    soon, late = now + timedelta(minutes=10), now + timedelta(hours=2)
+    times = iter([soon, late] if sooner_first else [late, soon])
+
+    def decide(record: Any, thread_state: str) -> Any:
+        return {"action": action, field: next(times)}
+
+    agent = make_agent({"delivery_policy": {"decide": decide}})
+    first = await notify(agent, gh("1 failing", dedupe_key="ci"))
+    second = await notify(agent, gh("2 failing", dedupe_key="ci"))
+    assert second["record"].id == first["record"].id
+    assert getattr(second["record"], field) == soon
+
+
 async def test_policy_returning_unknown_action_stores_nothing(
     memory: Any, make_agent: AgentFactory
 ) -> None:
