@@ -6,10 +6,13 @@ the state lanes and the notification inbox (mixins) are all read back from the s
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tui_agent.errors import ConfigError, StoreError
 from tui_agent.notifications.inbox import InboxMixin
+from tui_agent.notifications.records import COLUMNS as NOTIFICATION_COLUMNS
+from tui_agent.notifications.records import NotificationRecord, row_to_record
 from tui_agent.settings import current_settings
 from tui_agent.state.lanes import StateLanesMixin
 from tui_agent.store.records import MessageRecord, ThreadRecord
@@ -17,6 +20,8 @@ from tui_agent.store.sqlite import MessageIn, SqliteStore
 
 DEFAULT_LEASE_TTL_S = 15.0
 VALID_ROLES = {"user", "assistant", "tool", "system"}
+_CHANGED = "max(updated_at, ifnull(summarized_at, 0))"  # an inbox record's last change
+_SLICE = 200  # records built between two yields to the event loop
 
 
 class Memory(StateLanesMixin, InboxMixin):
@@ -110,6 +115,40 @@ class Memory(StateLanesMixin, InboxMixin):
     async def thread_usage(self, thread_id: str) -> dict[str, int]:
         """``{"input_tokens", "output_tokens"}`` of all the thread's ended runs."""
         return await self.store.thread_usage(thread_id)
+
+    async def change_marker(self) -> tuple[int, int]:
+        """A value that differs after any write was committed to the store, by this process
+        or another: compare it with the last one to know whether to read again. Reads no
+        table (SQLite's ``data_version`` and this store's own commit count)."""
+        return await self.store.data_version(), self.store.local_commits
+
+    async def notification_changes(
+        self, after: tuple[float, int] | None = None, limit: int = 500
+    ) -> tuple[list[NotificationRecord], tuple[float, int]]:
+        """Inbox records changed after the cursor ``after`` (None: all of them), oldest change
+        first, at most ``limit``; and the cursor to pass next time. A change is anything that
+        moves ``updated_at`` (created, merged, delivered, failed, a status set) or
+        ``summarized_at`` (summarised in a digest). A page shorter than ``limit`` is the last.
+
+        Guarantee: paging on from each returned cursor reads every record whose change was
+        committed before the read, once per change, however many share one timestamp. A
+        writer that took its timestamp before a later writer committed can land behind the
+        cursor: a reader that must see it re-reads from a cursor a little earlier. Rows become
+        records a slice at a time, with the event loop free between slices."""
+        changed, rowid = after if after is not None else (-1.0, -1)
+        rows = await self.store.fetchall(
+            f"SELECT rowid, {_CHANGED}, {', '.join(NOTIFICATION_COLUMNS)} FROM notifications"
+            f" WHERE {_CHANGED} > ? OR ({_CHANGED} = ? AND rowid > ?)"
+            f" ORDER BY {_CHANGED}, rowid LIMIT ?",
+            (changed, changed, rowid, limit),
+        )
+        records: list[NotificationRecord] = []
+        for start in range(0, len(rows), _SLICE):  # a big read never holds the loop long
+            if start:
+                await asyncio.sleep(0)
+            records.extend(row_to_record(row[2:]) for row in rows[start:start + _SLICE])
+        cursor = (float(rows[-1][1]), int(rows[-1][0])) if rows else (changed, rowid)
+        return records, cursor
 
     async def model_history(
         self, thread_id: str, last_messages: int | None = None

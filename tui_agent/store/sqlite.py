@@ -79,6 +79,7 @@ class SqliteStore:
         self._open_lock: asyncio.Lock | None = None
         self._write_lock: asyncio.Lock | None = None
         self._listeners: dict[str, set[asyncio.Event]] = {}
+        self._commits = 0  # write transactions committed through this object
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"
@@ -157,6 +158,7 @@ class SqliteStore:
                 await db.execute("ROLLBACK")
                 raise
             await db.execute("COMMIT")
+            self._commits += 1
 
     async def write(self, body: Callable[..., T], *args: Any) -> T:
         """Run ``body(conn, *args)`` (a function of ``tui_agent.store.txn``) as one
@@ -167,7 +169,9 @@ class SqliteStore:
         async with self._write_lock:
             # aiosqlite runs any function on its thread with _execute; the raw connection is
             # only ever touched from that thread.
-            return await db._execute(txn.in_transaction, db._conn, body, *args)
+            result = await db._execute(txn.in_transaction, db._conn, body, *args)
+            self._commits += 1
+            return result
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         db = await self._conn()
@@ -201,6 +205,13 @@ class SqliteStore:
         """Changes when another connection commits: the cheap cross-process poll."""
         row = await self.fetchone("PRAGMA data_version")
         return int(row[0])
+
+    @property
+    def local_commits(self) -> int:
+        """How many write transactions were committed through this store object. Its own
+        commits do not change :meth:`data_version`; with both, a reader learns of every
+        commit, from this process or another, without reading a table."""
+        return self._commits
 
     # -- threads ------------------------------------------------------------------------------
 
