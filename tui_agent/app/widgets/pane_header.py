@@ -1,4 +1,5 @@
-"""A pane's header: thread, agent and model, the run's state (with elapsed time) and tokens."""
+"""A pane's header: thread, unread inbox records, agent and model, the run's state (with
+elapsed time) and tokens."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class HeaderState:
     run_tokens: int = 0
     thread_tokens: int = 0
     cost: float | None = None
-    unread: int = 0
+    unread: int = 0  # inbox records of the thread with status pending or delivered
 
 
 class PaneHeader(Static):
@@ -72,6 +73,10 @@ def render_header(state: HeaderState, now: float) -> Content:
         tokens += f" · ${state.cost:.4f} last run"
     parts: list[str | tuple[str, str]] = [
         (title, "bold"), " ", (state.thread, "$text-muted"), " · ",
+    ]
+    if state.unread:  # the thread's inbox records nobody has seen, dismissed or archived yet
+        parts += [(f"✉ {state.unread} unread", "$text-warning bold"), " · "]
+    parts += [
         (state.agent, "$text-accent"), " · ", (state.model, "$text-muted"), " · ",
         (label, style), " · ", (tokens, "$text-muted"),
     ]

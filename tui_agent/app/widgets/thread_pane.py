@@ -219,6 +219,13 @@ class ThreadPane(Vertical):
     def focus_composer(self) -> None:
         self.query_one(Composer).focus()
 
+    def set_unread(self, count: int) -> None:
+        """Show the thread's unread inbox records (status pending or delivered) in the header."""
+        if count != self.header_state.unread:
+            self.header_state.unread = count
+            for header in self.query(PaneHeader):
+                header.show()
+
     # -- sending -------------------------------------------------------------------------------
 
     def on_composer_submitted(self, message: Composer.Submitted) -> None:

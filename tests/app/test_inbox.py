@@ -1,0 +1,483 @@
+"""The notification inbox sidebar: what a record shows, filters and search, each action by key
+and by mouse (one record and a multi-selection), open → the thread's pane scrolled to the
+delivery, live changes from another store connection (another process's view of the file), an
+urgent toast, unread counts in the pane header and the pane bar, a failed delivery.
+
+Records are made through the agent's API with a ``decide`` policy that reads the action from
+the record's metadata (no model is woken): ``defer`` leaves a record pending, ``persist``
+delivers it into the thread's history, ``discard`` discards it.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from helpers.app import AppFactory, until
+from helpers.common import AgentFactory, StoreFactory
+from textual.widgets import Input
+from textual.widgets._toast import Toast
+
+from tui_agent import Agent, Memory
+from tui_agent.app.app import TuiAgentApp
+from tui_agent.app.widgets.inbox_list import InboxList
+from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
+from tui_agent.app.widgets.pane_header import PaneHeader, render_header
+from tui_agent.notifications.dispatcher import dispatch_due
+from tui_agent.testing import ScriptedModel
+
+R = "me"
+LATER = datetime(2100, 1, 1, tzinfo=UTC)  # a deferred record stays pending
+
+
+def by_metadata(record: Any, thread_state: str) -> Any:
+    """The action named in the record's metadata (default: defer, i.e. stay pending)."""
+    action = record.metadata.get("action", "defer")
+    return {"action": "defer", "deliver_at": LATER} if action == "defer" else action
+
+
+POLICY = {"dispatch_interval_s": 3600, "delivery_policy": {"decide": by_metadata}}
+
+
+async def notify(agent: Agent, summary: str, *, priority: str = "medium", source: str = "ci",
+                 kind: str = "build", thread: str = "main", action: str = "defer",
+                 **extra: Any) -> Any:
+    result = await agent.send_notification_signal(
+        {"source": source, "kind": kind, "summary": summary, "priority": priority,
+         "metadata": {"action": action}, **extra}, resource_id=R, thread_id=thread)
+    return result["record"]
+
+
+def inbox(app: TuiAgentApp) -> InboxSidebar:
+    return app.query_one(InboxSidebar)
+
+
+def summaries(app: TuiAgentApp) -> list[str]:
+    return [record.summary for record in inbox(app).inbox_list.rows]
+
+
+def screen_text(widget: InboxList) -> list[str]:
+    """The list's lines as painted (only what is in view)."""
+    return [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+
+
+async def open_inbox(pilot: Any, shown: int | None = None) -> InboxSidebar:
+    """f2, then until every record is read (and ``shown`` rows are listed)."""
+    app = pilot.app
+    await until(pilot, lambda: all(p.feed.attached for p in app.panes), "the panes subscribed")
+    if app.panes:  # the pane's composer takes the focus once: let it, before f2
+        await until(pilot, lambda: app.focused is not None, "the composer focused")
+    await pilot.press("f2")
+    sidebar = inbox(app)
+    await until(pilot, lambda: sidebar.display and sidebar.feed.loaded, "the inbox read")
+    if shown is not None:
+        await until(pilot, lambda: len(sidebar.inbox_list.rows) == shown, f"{shown} rows")
+    await until(pilot, lambda: app.focused is sidebar.inbox_list, "the inbox list focused")
+    return sidebar
+
+
+async def status_of(agent: Agent, record: Any) -> str:
+    fresh = await agent.memory.get_notification(record.id)
+    return fresh.status
+
+
+async def statuses(agent: Agent, records: list[Any]) -> list[str]:
+    return [await status_of(agent, record) for record in records]
+
+
+# -- what a record shows -------------------------------------------------------------------------
+async def test_each_record_shows_priority_source_kind_count_status_thread_and_age(
+    make_app: AppFactory,
+) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    await notify(agent, "disk almost full", priority="low", source="ops", kind="disk")
+    await notify(agent, "build 7 failed", priority="urgent", coalesce_key="b", thread="other")
+    await notify(agent, "build 8 failed", priority="urgent", coalesce_key="b", thread="other")
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = await open_inbox(pilot, shown=2)
+        sidebar.clock = lambda: time.time() + 125  # two minutes on
+        sidebar.inbox_list.refresh()
+        await pilot.pause()
+        lines = screen_text(sidebar.inbox_list)
+        # newest first: the merged urgent record (×2, the newest summary) on top
+        assert lines[0].startswith("▸☐ ‼ urgent ci/build ×2") and lines[0].endswith(" 2m")
+        assert lines[1].split() == ["◌", "pending", "·", "other", "·", "build", "8", "failed"]
+        assert lines[2].startswith(" ☐ · low    ops/disk") and lines[2].endswith(" 2m")
+        assert "◌ pending · main · disk almost full" in lines[3]
+
+
+async def test_newest_first_or_by_priority(make_app: AppFactory) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    for priority in ("high", "low", "urgent", "medium"):
+        await notify(agent, f"{priority} one", priority=priority)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_inbox(pilot, shown=4)
+        assert summaries(app) == ["medium one", "urgent one", "low one", "high one"]
+        await pilot.press("o")
+        assert summaries(app) == ["urgent one", "high one", "medium one", "low one"]
+
+
+# -- actions by key ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("key", "status"), [("s", "seen"), ("d", "dismissed"),
+                                             ("a", "archived")])
+async def test_a_key_marks_the_cursors_record(make_app: AppFactory, key: str,
+                                              status: str) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    older = await notify(agent, "older")
+    newer = await notify(agent, "newer")
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = await open_inbox(pilot, shown=2)
+        await pilot.press("down", key)  # the cursor starts on the newest
+        await until(pilot, lambda: sidebar.feed.records[older.id].status == status, status)
+        assert await statuses(agent, [older, newer]) == [status, "pending"]
+        if status == "seen":  # seen stays in the default view, the others leave it
+            assert summaries(app) == ["newer", "older"]
+        else:
+            await until(pilot, lambda: summaries(app) == ["newer"], f"{status} left the view")
+
+
+async def test_space_and_shift_arrows_mark_several_and_an_action_takes_them_all(
+    make_app: AppFactory,
+) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    records = [await notify(agent, f"n{i}") for i in range(5)]  # shown n4 … n0
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = await open_inbox(pilot, shown=5)
+        await pilot.press("space", "down")  # n4 marked, n3 skipped
+        await pilot.press("shift+down")  # n2 and n1 marked
+        assert sidebar.inbox_list.marked == {records[4].id, records[2].id, records[1].id}
+        await pilot.press("a")
+        await until(pilot, lambda: summaries(app) == ["n3", "n0"], "three archived")
+        assert await statuses(agent, records) == ["pending", "archived", "archived",
+                                                  "pending", "archived"]
+        assert not sidebar.inbox_list.marked  # the marks went with the action
+        await pilot.press("escape")  # nothing marked: nothing happens
+        await pilot.press("home", "space", "space", "s")  # n3 and n0 marked, then seen
+        await until(pilot, lambda: all(sidebar.feed.records[r.id].status == "seen"
+                                       for r in (records[0], records[3])), "both seen")
+
+
+async def test_escape_clears_the_marks(make_app: AppFactory) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    first = await notify(agent, "first")
+    await notify(agent, "second")
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = await open_inbox(pilot, shown=2)
+        await pilot.press("space")
+        assert sidebar.inbox_list.marked
+        await pilot.press("escape", "down", "d")  # only the cursor's record now
+        await until(pilot, lambda: summaries(app) == ["second"], "first dismissed")
+        assert await status_of(agent, first) == "dismissed"
+
+
+# -- the mouse -----------------------------------------------------------------------------------
+def label_offset(sidebar: InboxSidebar, selector: str, label: str) -> tuple[int, int]:
+    """Where ``label`` is in a bar of clickable labels (its padding is one cell)."""
+    bar = sidebar.query_one(selector)
+    lines = str(bar.render()).splitlines()
+    for y, line in enumerate(lines):
+        if label in line:
+            return 1 + line.index(label), y
+    raise AssertionError(f"{label!r} not in {lines}")
+
+
+async def test_the_mouse_marks_two_boxes_and_clicks_seen(make_app: AppFactory) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    records = [await notify(agent, f"n{i}") for i in range(3)]  # shown n2, n1, n0 (2 lines each)
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = await open_inbox(pilot, shown=3)
+        await pilot.click(InboxList, offset=(1, 0))  # n2's box
+        await pilot.click(InboxList, offset=(1, 4))  # n0's box
+        assert sidebar.inbox_list.marked == {records[2].id, records[0].id}
+        await pilot.click("#inbox-actions", offset=label_offset(sidebar, "#inbox-actions",
+                                                                 "s seen"))
+        await until(pilot, lambda: [sidebar.feed.records[r.id].status for r in records]
+                    == ["seen", "pending", "seen"], "n2 and n0 seen")
+        await pilot.click(InboxList, offset=(10, 2))  # n1's row: the cursor moves there
+        assert sidebar.inbox_list.current is not None
+        assert sidebar.inbox_list.current.id == records[1].id
+        await pilot.click("#inbox-filters", offset=label_offset(sidebar, "#inbox-filters",
+                                                                 "t open"))
+        assert sidebar.query_state.status == "unread"
+        await until(pilot, lambda: summaries(app) == ["n1"], "only the unread one")
+
+
+async def test_a_double_click_opens_the_records_thread(make_app: AppFactory) -> None:
+    app = make_app(notifications=POLICY)
+    await notify(app.config.agent, "over there", thread="elsewhere")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_inbox(pilot, shown=1)
+        await pilot.click(InboxList, offset=(10, 0), times=2)
+        await until(pilot, lambda: [p.thread_id for p in app.panes] == ["main", "elsewhere"],
+                    "the thread opened in a second pane")
+
+
+# -- open ----------------------------------------------------------------------------------------
+def messages(what: str, count: int) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"{what} message {i}"} for i in range(count)]
+
+
+@pytest.mark.parametrize("after", [40, 90], ids=["in-the-first-page", "paged-in"])
+async def test_enter_opens_the_thread_scrolled_to_where_it_was_delivered(
+    make_app: AppFactory, after: int,
+) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    await agent.memory.save_messages(messages("earlier", 30), thread_id="ops", resource_id=R)
+    delivered = await notify(agent, "deploy failed", priority="urgent", thread="ops",
+                             action="persist")
+    assert delivered.status == "delivered"
+    await agent.memory.save_messages(messages("later", after), thread_id="ops", resource_id=R)
+    pending = await notify(agent, "not yet", thread="ops")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_inbox(pilot, shown=2)
+        await pilot.press("down", "enter")  # the delivered one (the pending one is newer)
+        await until(pilot, lambda: len(app.panes) == 2, "the ops thread opened")
+        pane = app.panes[1]
+        assert pane.thread_id == "ops" and pane.focused
+        await until(pilot, lambda: "delivered here" in str(
+            pane.query_one("#pane-status").render()), "the pane scrolled to the delivery")
+        view = pane.transcript_view()
+        line = next(w for w in view.children if "deploy failed" in str(w.render()))
+        top = line.virtual_region.y
+        assert view.scroll_y <= top < view.scroll_y + view.size.height, "the line is in view"
+        assert 0 < view.scroll_y < view.max_scroll_y, "between the earlier and later messages"
+        # open again, the pending record: same pane, focused, nothing to scroll to
+        app.query_one(InboxList).focus()
+        await pilot.press("up", "enter")
+        await until(pilot, lambda: "was not delivered (pending)" in str(
+            pane.query_one("#pane-status").render()), "the pane says it was not delivered")
+        assert len(app.panes) == 2
+        assert await status_of(agent, pending) == "pending"  # opening does not mark it seen
+
+
+async def test_open_on_a_multi_selection_opens_each_thread(make_app: AppFactory) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    for thread in ("a", "b", "c"):
+        await notify(agent, f"on {thread}", thread=thread)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_inbox(pilot, shown=3)
+        await pilot.press("space", "down", "space", "enter")  # c and a
+        await until(pilot, lambda: [p.thread_id for p in app.panes] == ["main", "c", "a"],
+                    "two panes opened")
+
+
+# -- filters and search --------------------------------------------------------------------------
+async def test_filters_by_priority_status_source_and_my_panes(make_app: AppFactory) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    await notify(agent, "low ci", priority="low")
+    await notify(agent, "high github", priority="high", source="github", thread="other")
+    seen = await notify(agent, "urgent ci", priority="urgent")
+    await agent.memory.mark_notification_seen(seen.id)
+    await notify(agent, "dropped", action="discard")
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = await open_inbox(pilot, shown=3)  # open: discarded is not shown
+        assert summaries(app) == ["urgent ci", "high github", "low ci"]
+        await pilot.press("p")  # ≥ medium
+        assert summaries(app) == ["urgent ci", "high github"]
+        await pilot.press("p", "p")  # ≥ high, then urgent only
+        assert summaries(app) == ["urgent ci"]
+        await pilot.press("p")  # all again
+        await pilot.press("t")  # unread: not the seen one
+        assert summaries(app) == ["high github", "low ci"]
+        await pilot.press(*"t" * 6)  # pending, delivered, seen, dismissed, archived, discarded
+        assert sidebar.query_state.status == "discarded"
+        assert summaries(app) == ["dropped"]
+        await pilot.press("t", "t")  # failed, then all
+        assert len(summaries(app)) == 4
+        await pilot.press("c")  # the first source: ci
+        assert summaries(app) == ["dropped", "urgent ci", "low ci"]
+        await pilot.press("c", "c")  # github, then all sources
+        assert sidebar.query_state.source is None
+        await pilot.press("m")  # only the threads in my panes: main
+        assert summaries(app) == ["dropped", "urgent ci", "low ci"]
+        app.open_pane(R, "other")
+        await until(pilot, lambda: len(summaries(app)) == 4, "other's record, once it has a pane")
+
+
+async def test_search_as_you_type_goes_through_search_notifications(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    await notify(agent, "Deploy to prod failed", kind="deploy")
+    await notify(agent, "build 12 passed")
+    await notify(agent, "someone mentioned you", source="slack", kind="mention")
+    queries: list[str] = []
+    search = agent.memory.search_notifications
+
+    async def counted(query: str, **options: Any) -> Any:
+        queries.append(query)
+        return await search(query, **options)
+
+    monkeypatch.setattr(agent.memory, "search_notifications", counted)
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = await open_inbox(pilot, shown=3)
+        await pilot.press("slash")
+        field = sidebar.query_one("#inbox-search", Input)
+        assert app.focused is field
+        await pilot.press(*"DEPLOY")  # any case; summary or kind
+        await until(pilot, lambda: summaries(app) == ["Deploy to prod failed"], "one match")
+        assert queries[-1] == "DEPLOY" and len(queries) >= 2  # searched as it was typed
+        await pilot.press(*"xyz")
+        await until(pilot, lambda: summaries(app) == [], "no match")
+        field.value = "slack"  # the source matches too
+        await until(pilot, lambda: summaries(app) == ["someone mentioned you"], "by source")
+        await pilot.press("enter")
+        assert app.focused is sidebar.inbox_list
+        await pilot.press("s")  # the actions take the search's results
+        await until(pilot, lambda: summaries(app) == ["someone mentioned you"]
+                    and sidebar.inbox_list.rows[0].status == "seen", "seen, still matching")
+        field.value = ""
+        await until(pilot, lambda: len(summaries(app)) == 3, "everything again")
+
+
+# -- live ----------------------------------------------------------------------------------------
+async def test_records_from_another_store_connection_appear_and_update(
+    make_app: AppFactory, agents: AgentFactory, stores: StoreFactory,
+) -> None:
+    app = make_app(notifications=POLICY)
+    path = app.config.agent.memory.store.path
+    other = agents(name="elsewhere", model=ScriptedModel(replies=["ok"]),
+                   memory=Memory(store=stores(path)), notifications=POLICY)
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = await open_inbox(pilot, shown=0)
+        first = await notify(other, "build 1 failed", coalesce_key="build", thread="ci")
+        await until(pilot, lambda: summaries(app) == ["build 1 failed"], "created elsewhere")
+        await notify(other, "build 2 failed", coalesce_key="build", thread="ci")
+        await until(pilot, lambda: summaries(app) == ["build 2 failed"]
+                    and sidebar.inbox_list.rows[0].coalesced_count == 2, "merged elsewhere")
+        assert "×2" in screen_text(sidebar.inbox_list)[0]
+        await other.memory.mark_notification_seen(first.id)
+        await until(pilot, lambda: sidebar.inbox_list.rows[0].status == "seen", "seen elsewhere")
+        delivered = await notify(other, "shipped", thread="ci", action="persist")
+        await until(pilot, lambda: sidebar.feed.records.get(delivered.id) is not None
+                    and sidebar.feed.records[delivered.id].status == "delivered", "delivered")
+        summarised = await notify(other, "chatter", priority="low", source="slack",
+                                  thread="ci", action="summarize")
+        await until(pilot, lambda: (r := sidebar.feed.records.get(summarised.id)) is not None
+                    and r.summarized_at is not None, "summarised elsewhere")
+        assert "◌ pending, summarised · ci · chatter" in "\n".join(
+            screen_text(sidebar.inbox_list))
+
+
+async def test_an_urgent_record_shows_a_toast(
+    make_app: AppFactory, agents: AgentFactory, stores: StoreFactory,
+) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    await notify(agent, "old news", priority="urgent")  # there before: no toast
+    other = agents(name="elsewhere", model=ScriptedModel(replies=["ok"]),
+                   memory=Memory(store=stores(agent.memory.store.path)), notifications=POLICY)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await until(pilot, lambda: inbox(app).feed.loaded, "the inbox read (hidden)")
+        await notify(other, "the medium one", priority="medium")
+        await notify(other, "prod is down", priority="urgent", source="pager", kind="page")
+
+        def toasts() -> list[str]:
+            return [str(toast.render()) for toast in app.screen.query(Toast)]
+
+        await until(pilot, lambda: any("prod is down" in t for t in toasts()), "a toast")
+        assert len(toasts()) == 1, toasts()
+        assert "urgent · pager/page · main" in toasts()[0]
+
+
+async def test_unread_counts_in_the_pane_header_the_pane_bar_and_the_title(
+    make_app: AppFactory,
+) -> None:
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    first = await notify(agent, "one")
+    await notify(agent, "two", action="persist")  # delivered is still unread
+    await notify(agent, "elsewhere", thread="other")
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.panes[0]
+        header = pane.query_one(PaneHeader)
+        await until(pilot, lambda: pane.header_state.unread == 2, "two unread on main")
+        assert "✉ 2 unread" in render_header(pane.header_state, 0.0).plain
+        assert "✉ 2 unread" in str(header.render())
+        assert "me/main ✉2" in str(app.query_one("#pane-bar").render())
+        sidebar = await open_inbox(pilot, shown=3)
+        assert "3 unread" in str(sidebar.query_one("#inbox-title").render())
+        await agent.memory.mark_notification_seen(first.id)  # this process, not the sidebar
+        await until(pilot, lambda: pane.header_state.unread == 1, "one unread on main")
+        await until(pilot, lambda: "2 unread" in str(sidebar.query_one("#inbox-title")
+                                                      .render()), "the title counts 2")
+        app.open_pane(R, "other")
+        assert app.panes[1].header_state.unread == 1  # a pane opened later has its count
+        await pilot.press("m")  # the title counts only the threads in panes… all of them here
+        assert "2 unread" in str(sidebar.query_one("#inbox-title").render())
+
+
+class BrokenAgent(Agent):
+    """An agent whose signal routing fails: every delivery attempt fails."""
+
+    def send_signal(self, signal: Any, **target: Any) -> Any:
+        raise RuntimeError("routing is down")
+
+
+async def test_a_failed_delivery_shows_its_attempts_and_last_error(
+    make_app: AppFactory, agents: AgentFactory, stores: StoreFactory,
+) -> None:
+    app = make_app(notifications=POLICY)
+    broken = agents(BrokenAgent, name="broken", model=ScriptedModel(replies=["ok"]),
+                    memory=Memory(store=stores(app.config.agent.memory.store.path)),
+                    notifications={"dispatch_interval_s": 3600})
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = await open_inbox(pilot, shown=0)
+        result = await broken.send_notification_signal(
+            {"source": "ci", "kind": "deploy", "summary": "deploy failed", "priority": "urgent"},
+            resource_id=R, thread_id="main")
+        record_id = result["record"].id
+        await until(pilot, lambda: summaries(app) == ["deploy failed"], "the record")
+        await until(pilot, lambda: sidebar.feed.records[record_id].delivery_attempts == 1,
+                    "one failed attempt")
+        assert "✗ 1 attempt · RuntimeError: routing is down" in screen_text(
+            sidebar.inbox_list)[2]
+        now = time.time()
+        for _ in range(6):  # retried until it gives up
+            now += 120
+            await dispatch_due(broken, now=now)
+        await until(pilot, lambda: sidebar.feed.records[record_id].status == "failed", "failed")
+        lines = screen_text(sidebar.inbox_list)
+        assert "✗ failed · main · deploy failed" in lines[1]
+        assert "✗ 5 attempts · RuntimeError: routing is down" in lines[2]
+        detail = str(sidebar.query_one("#inbox-detail").render())
+        assert "5 delivery attempts, last error: RuntimeError: routing is down" in detail
+
+
+# -- the app around it ---------------------------------------------------------------------------
+async def test_f2_shows_and_hides_the_inbox_and_the_palette_has_it(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = inbox(app)
+        assert not sidebar.display
+        await pilot.press("f2")
+        assert sidebar.display and app.focused is sidebar.inbox_list
+        await pilot.press("f2")
+        assert not sidebar.display
+        await until(pilot, lambda: app.focused is not None
+                    and app.panes[0] in app.focused.ancestors, "focus back in the pane")
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+        assert {"Toggle inbox", "Inbox: only my panes"} <= set(titles)
+        bindings = {b.id for b in [*TuiAgentApp.BINDINGS, *InboxSidebar.BINDINGS,
+                                   *InboxList.BINDINGS]}  # type: ignore[union-attr]
+        assert None not in bindings
+
+
+async def test_the_demo_opens_with_the_inbox_shown(make_app: AppFactory) -> None:
+    app = make_app()
+    app.config.demo = True
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: inbox(app).display, "the inbox shown")
+        await app.shutdown()
