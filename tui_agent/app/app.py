@@ -27,6 +27,8 @@ from tui_agent.app.theme_files import (
     remembered_theme,
 )
 from tui_agent.app.widgets.composer import Identity
+from tui_agent.app.widgets.inbox_reveal import reveal_delivery
+from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
 from tui_agent.app.widgets.thread_pane import PaneFocused, ThreadPane
 
 MAX_VISIBLE = 4
@@ -76,6 +78,7 @@ class TuiAgentApp(App[int]):
         Binding("shift+f6", "focus_pane(-1)", "Prev pane", show=False, id="app.prev_pane"),
         Binding("f11", "toggle_maximize", "Maximise", id="app.maximize"),
         Binding("f1", "toggle_help", "Help", id="app.help"),
+        Binding("f2", "toggle_inbox", "Inbox", id="app.toggle_inbox"),
     ]
 
     def __init__(self, config: AppConfig) -> None:
@@ -85,6 +88,7 @@ class TuiAgentApp(App[int]):
         self._recent: list[ThreadPane] = []  # the same, least recently shown first
         self._theme_errors: list[str] = []
         self._demo_stop: Any = None
+        self._unread: dict[str, int] = {}  # inbox records pending or delivered, per thread
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -92,7 +96,8 @@ class TuiAgentApp(App[int]):
         yield Static("", id="pane-bar", markup=False)
         with Horizontal(id="main"):
             yield Container(id="panes")
-            yield Container(id="inbox")  # the notification sidebar (its own issue)
+            yield InboxSidebar(self.config.agent.memory, pane_threads=self._pane_threads,
+                               id="inbox")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -104,6 +109,7 @@ class TuiAgentApp(App[int]):
             self._warm_model()
         if self.config.demo:
             self._run_demo()
+            self.query_one(InboxSidebar).display = True  # the demo's notifications, arriving
 
     def _load_themes(self) -> None:
         themes, self._theme_errors = discover_themes()
@@ -137,6 +143,7 @@ class TuiAgentApp(App[int]):
         pane = ThreadPane(config.agent, resource_id, thread_id, identity=config.identity,
                           agent_label=config.agent_label, model_label=config.model_label,
                           show_state=config.demo)  # the demo opens with its lanes shown
+        pane.set_unread(self._unread.get(thread_id, 0))
         self.panes.append(pane)
         self._recent.append(pane)
         self.query_one("#panes").mount(pane)
@@ -182,7 +189,8 @@ class TuiAgentApp(App[int]):
         parts = []
         for index, pane in enumerate(self.panes, start=1):
             mark = "▸" if pane.focused else ("·" if pane.display else " ")
-            parts.append(f"{mark}{index} {pane.key}")
+            unread = f" ✉{pane.header_state.unread}" if pane.header_state.unread else ""
+            parts.append(f"{mark}{index} {pane.key}{unread}")
         bar = self.query_one("#pane-bar", Static)
         store = f"   store {self.config.store_label}" if self.config.store_label else ""
         bar.update("  ".join(parts) + store if parts else "no thread open — ctrl+o opens one")
@@ -227,6 +235,31 @@ class TuiAgentApp(App[int]):
             self.show_pane(self._recent[-1])
         else:
             self._layout_grid(0)
+
+    # -- inbox ---------------------------------------------------------------------------------
+
+    def _pane_threads(self) -> set[str]:
+        return {pane.thread_id for pane in self.panes}
+
+    def action_toggle_inbox(self) -> None:
+        inbox = self.query_one(InboxSidebar)
+        inbox.display = not inbox.display
+        if inbox.display:
+            inbox.inbox_list.focus()
+        elif (pane := self.focused_pane()) is not None:
+            pane.focus_composer()
+
+    def on_inbox_sidebar_open_requested(self, message: InboxSidebar.OpenRequested) -> None:
+        for record in message.targets:  # each thread opened or focused, then scrolled
+            pane = self.open_pane(record.resource_id, record.thread_id)
+            self.run_worker(reveal_delivery(pane, record), group="inbox-reveal",
+                            exit_on_error=False)
+
+    def on_inbox_sidebar_unread_changed(self, message: InboxSidebar.UnreadChanged) -> None:
+        self._unread = message.counts
+        for pane in self.panes:
+            pane.set_unread(message.counts.get(pane.thread_id, 0))
+        self._update_bar()
 
     # -- thread picker -------------------------------------------------------------------------
 
@@ -283,6 +316,10 @@ class TuiAgentApp(App[int]):
             ("Close pane", "Close the focused pane (f8)", self.action_close_pane),
             ("Maximise pane", "Maximise the focused pane or restore the grid (f11)",
              self.action_toggle_maximize),
+            ("Toggle inbox", "Show or hide the notification inbox of every thread (f2)",
+             self.action_toggle_inbox),
+            ("Inbox: only my panes", "Show only the notifications of the threads in panes, "
+             "or of every thread (m in the inbox)", self._inbox_scope),
         ]
         for title, help_, callback in commands:
             yield SystemCommand(title, help_, callback)
@@ -300,6 +337,11 @@ class TuiAgentApp(App[int]):
                                 "(f3)", pane.action_toggle_state)
             yield SystemCommand("Toggle queue mode", "Send now or queue after the live run "
                                 "(ctrl+t)", pane.toggle_queue_mode)
+
+    def _inbox_scope(self) -> None:
+        inbox = self.query_one(InboxSidebar)
+        inbox.display = True
+        inbox.action_toggle_scope()
 
     # -- background work -----------------------------------------------------------------------
 
