@@ -164,11 +164,11 @@ async def agents(stores: StoreFactory) -> AsyncIterator[AgentFactory]:
         return made[-1]
 
     yield make
-    aborted = {}
+    aborted = []
     for agent in reversed(made):
         left = await agent.close(timeout=CLOSE_S)
         if left:
-            aborted[agent.name] = left
+            aborted.append(f"agent {agent.name!r}: runs {left}")
     if aborted:
         pytest.fail(f"runs still going {CLOSE_S}s after the test, aborted: {aborted}")
 
