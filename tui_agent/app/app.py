@@ -3,12 +3,17 @@
 Up to ``MAX_VISIBLE`` panes show at once in a grid; more stay open (listed in the pane bar,
 ``f6`` cycles through them all). Every binding has an id, so keys can be remapped
 (``App.set_keymap``); the footer and the help panel show the effective keys.
+
+Start-up paints first: given a ``boot`` coroutine instead of a config, the app shows its frame
+at once and only then reads the settings, builds the agent and imports the panes (seconds of
+imports on a slow machine), so the first screen is as fast as a bare Textual app's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -26,10 +31,11 @@ from tui_agent.app.theme_files import (
     remember_theme,
     remembered_theme,
 )
-from tui_agent.app.widgets.composer import Identity
-from tui_agent.app.widgets.inbox_reveal import reveal_delivery
-from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
-from tui_agent.app.widgets.thread_pane import PaneFocused, ThreadPane
+
+if TYPE_CHECKING:  # the panes and the sidebar import the core: loaded after the first paint
+    from tui_agent.app.widgets.composer import Identity
+    from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
+    from tui_agent.app.widgets.thread_pane import PaneFocused, ThreadPane
 
 MAX_VISIBLE = 4
 
@@ -37,6 +43,7 @@ MAX_VISIBLE = 4
 def binding_scopes() -> dict[str, list[Any]]:
     """Every binding with an id, grouped by what is live at the same time."""
     from tui_agent.app.widgets.composer import Composer
+    from tui_agent.app.widgets.thread_pane import ThreadPane
     from tui_agent.app.widgets.tool_call import ToolCall
 
     return {
@@ -81,9 +88,17 @@ class TuiAgentApp(App[int]):
         Binding("f2", "toggle_inbox", "Inbox", id="app.toggle_inbox"),
     ]
 
-    def __init__(self, config: AppConfig) -> None:
-        super().__init__(css_path=[self.CSS_PATH, *config.extra_css])
-        self.config = config
+    def __init__(self, config: AppConfig | None = None, *,
+                 boot: Callable[[], Awaitable[AppConfig]] | None = None,
+                 extra_css: list[str] | None = None) -> None:
+        """``config``, or ``boot``: what builds it once the first screen is painted."""
+        css = [*(config.extra_css if config else []), *(extra_css or [])]
+        super().__init__(css_path=[self.CSS_PATH, *css])
+        if config is None and boot is None:
+            raise ValueError("TuiAgentApp needs a config or a boot coroutine")
+        self._config = config
+        self._boot = boot
+        self.startup_error: BaseException | None = None  # why boot failed (the CLI says it)
         self.panes: list[ThreadPane] = []  # every open pane, in the order they were opened
         self._recent: list[ThreadPane] = []  # the same, least recently shown first
         self._theme_errors: list[str] = []
@@ -92,30 +107,65 @@ class TuiAgentApp(App[int]):
 
     # -- layout --------------------------------------------------------------------------------
 
+    @property
+    def config(self) -> AppConfig:
+        if self._config is None:
+            raise RuntimeError("the app is still starting")
+        return self._config
+
+    @property
+    def ready(self) -> bool:
+        """The agent is built and the panes can open (at once when given a config)."""
+        return self._config is not None
+
     def compose(self) -> ComposeResult:
-        yield Static("", id="pane-bar", markup=False)
+        yield Static("starting…", id="pane-bar", markup=False)
         with Horizontal(id="main"):
             yield Container(id="panes")
-            yield InboxSidebar(self.config.agent.memory, pane_threads=self._pane_threads,
-                               id="inbox")
         yield Footer()
 
     def on_mount(self) -> None:
         self._load_themes()
+        if self._config is not None:
+            self._start(self._config)
+        else:
+            self.call_after_refresh(self._boot_then_start)  # after the first paint
+
+    @work(group="boot", exit_on_error=False)
+    async def _boot_then_start(self) -> None:
+        assert self._boot is not None
+        try:
+            config = await self._boot()
+        except Exception as error:  # a bad settings file, a missing key: the CLI prints it
+            self.startup_error = error
+            self.exit(return_code=2)
+            return
+        self._config = config
+        self._start(config)
+
+    def _start(self, config: AppConfig) -> None:
+        from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
+
+        if config.theme and config.theme in self.available_themes:
+            self.theme = config.theme
         self._apply_keymap()
-        for resource_id, thread_id in self.config.threads:
+        self.query_one("#main").mount(
+            InboxSidebar(config.agent.memory, pane_threads=self._pane_threads, id="inbox"))
+        for resource_id, thread_id in config.threads:
             self.open_pane(resource_id, thread_id)
-        if self.config.warm_model:
+        if not config.threads:
+            self._update_bar()
+        if config.warm_model:
             self._warm_model()
-        if self.config.demo:
+        if config.demo:
             self._run_demo()
-            self.query_one(InboxSidebar).display = True  # the demo's notifications, arriving
+            self.query_one("#inbox").display = True  # the demo's notifications, arriving
 
     def _load_themes(self) -> None:
         themes, self._theme_errors = discover_themes()
         for theme in themes:
             self.register_theme(theme)
-        wanted = self.config.theme or remembered_theme() or DEFAULT_THEME
+        wanted = (self._config and self._config.theme) or remembered_theme() or DEFAULT_THEME
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
         for error in self._theme_errors:
             self.notify(error, title="theme skipped", severity="warning", timeout=8)
@@ -139,6 +189,8 @@ class TuiAgentApp(App[int]):
             if (pane.resource_id, pane.thread_id) == (resource_id, thread_id):
                 self.show_pane(pane)
                 return pane
+        from tui_agent.app.widgets.thread_pane import ThreadPane
+
         config = self.config
         pane = ThreadPane(config.agent, resource_id, thread_id, identity=config.identity,
                           agent_label=config.agent_label, model_label=config.model_label,
@@ -192,7 +244,8 @@ class TuiAgentApp(App[int]):
             unread = f" ✉{pane.header_state.unread}" if pane.header_state.unread else ""
             parts.append(f"{mark}{index} {pane.key}{unread}")
         bar = self.query_one("#pane-bar", Static)
-        store = f"   store {self.config.store_label}" if self.config.store_label else ""
+        label = self._config.store_label if self._config else ""
+        store = f"   store {label}" if label else ""
         bar.update("  ".join(parts) + store if parts else "no thread open — ctrl+o opens one")
 
     def _forget(self, pane: ThreadPane) -> None:
@@ -241,8 +294,16 @@ class TuiAgentApp(App[int]):
     def _pane_threads(self) -> set[str]:
         return {pane.thread_id for pane in self.panes}
 
+    def _inbox(self) -> InboxSidebar | None:
+        from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
+
+        found = self.query(InboxSidebar)
+        return found.first() if found else None
+
     def action_toggle_inbox(self) -> None:
-        inbox = self.query_one(InboxSidebar)
+        inbox = self._inbox()
+        if inbox is None:
+            return
         inbox.display = not inbox.display
         if inbox.display:
             inbox.inbox_list.focus()
@@ -250,6 +311,8 @@ class TuiAgentApp(App[int]):
             pane.focus_composer()
 
     def on_inbox_sidebar_open_requested(self, message: InboxSidebar.OpenRequested) -> None:
+        from tui_agent.app.widgets.inbox_reveal import reveal_delivery
+
         for record in message.targets:  # each thread opened or focused, then scrolled
             pane = self.open_pane(record.resource_id, record.thread_id)
             self.run_worker(reveal_delivery(pane, record), group="inbox-reveal",
@@ -264,10 +327,12 @@ class TuiAgentApp(App[int]):
     # -- thread picker -------------------------------------------------------------------------
 
     def action_open_thread(self) -> None:
-        self._pick(replace=False)
+        if self.ready:
+            self._pick(replace=False)
 
     def action_swap_thread(self) -> None:
-        self._pick(replace=True)
+        if self.ready:
+            self._pick(replace=True)
 
     @work(exclusive=True, group="picker")
     async def _pick(self, replace: bool) -> None:
@@ -339,7 +404,9 @@ class TuiAgentApp(App[int]):
                                 "(ctrl+t)", pane.toggle_queue_mode)
 
     def _inbox_scope(self) -> None:
-        inbox = self.query_one(InboxSidebar)
+        inbox = self._inbox()
+        if inbox is None:
+            return
         inbox.display = True
         inbox.action_toggle_scope()
 
@@ -381,7 +448,9 @@ class TuiAgentApp(App[int]):
 
         if self._demo_stop is not None:
             self._demo_stop.set()
-        agent = self.config.agent
+        if self._config is None:
+            return
+        agent = self._config.agent
         for output in agent.local_runs():
             output.abort()
         for output in agent.local_runs():

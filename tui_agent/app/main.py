@@ -1,24 +1,19 @@
-"""``tui-agent`` with no command: build the agent, check its model, run the app.
+"""``tui-agent`` with no command: the app paints its frame first, then (``boot``) reads the
+settings, builds the agent and checks its model off the event loop.
 
 The model's setup errors that are cheap to find (a missing key, the local runtime not
-installed) are raised before the screen opens, as one clear line; loading it (litellm's import,
-the local model's server) happens in the background once the first screen has painted.
+installed) and a bad settings file end the app at once and are printed as one clear line with
+exit code 2; loading the model (litellm's import, the local model's server) happens in the
+background while the app is usable.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
 from pathlib import Path
 from typing import Any
-
-from tui_agent.cli.common import (
-    build_agent,
-    check_model,
-    default_resource,
-    model_label,
-    parse_attrs,
-    store_path,
-)
 
 DEMO_CSS = Path(__file__).parent / "demo.tcss"  # demo.tcss at the repository's top, shipped
 
@@ -26,6 +21,7 @@ DEMO_CSS = Path(__file__).parent / "demo.tcss"  # demo.tcss at the repository's 
 def build_config(args: argparse.Namespace, agent: Any) -> Any:
     from tui_agent.app.app import AppConfig
     from tui_agent.app.widgets.composer import Identity
+    from tui_agent.cli.common import default_resource, model_label, parse_attrs, store_path
     from tui_agent.demo import DEMO_RESOURCE, DEMO_THREAD
 
     attributes = parse_attrs(args.attr, None)
@@ -41,20 +37,36 @@ def build_config(args: argparse.Namespace, agent: Any) -> Any:
         agent_label=str(agent.id), model_label=model_label(agent),
         default_resource=args.resource, store_label=store_path(agent),
         warm_model=not args.no_warm, demo=args.demo,
-        extra_css=[str(DEMO_CSS)] if args.demo else [],
         keymap=dict(args.settings.keymap), theme=args.settings.theme,
     )
 
 
 async def run_app(args: argparse.Namespace) -> int:
-    agent = build_agent(args)
-    try:
-        await check_model(agent, warm=False)  # a missing key or runtime: one line, exit 2
-        from tui_agent.app.app import TuiAgentApp
+    from tui_agent.app.app import TuiAgentApp
 
-        app = TuiAgentApp(build_config(args, agent))
+    built: list[Any] = []
+
+    async def boot() -> Any:
+        from tui_agent.cli.common import build_agent, check_model
+        from tui_agent.cli.main import settle
+
+        await asyncio.to_thread(settle, args)  # the settings: flags > env > file
+        agent = await asyncio.to_thread(build_agent, args)  # the core's imports, off the loop
+        built.append(agent)
+        await check_model(agent, warm=False)  # a missing key or runtime: one line, exit 2
+        return build_config(args, agent)
+
+    extra_css = [str(DEMO_CSS)] if args.demo else []
+    try:
+        if sys.stderr.isatty():  # paint first, boot behind the first screen
+            app = TuiAgentApp(boot=boot, extra_css=extra_css)
+        else:  # no terminal to paint on: a start-up error must be the only output
+            app = TuiAgentApp(await boot(), extra_css=extra_css)
         result = await app.run_async()
-        return int(result or 0)
     finally:
-        await agent.close()
-        await agent.memory.store.close()
+        for agent in built:
+            await agent.close()
+            await agent.memory.store.close()
+    if app.startup_error is not None:
+        raise app.startup_error
+    return int(result or 0)

@@ -183,7 +183,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        _settle(args)
+        if args.command != "app":  # the app reads them after its first paint
+            settle(args)
         return asyncio.run(_dispatch(args))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -205,7 +206,7 @@ def _print_error(error: BaseException) -> None:
     )
 
 
-def _settle(args: argparse.Namespace) -> None:
+def settle(args: argparse.Namespace) -> None:
     """Read the settings once (flags > env > file) and fill the options from them."""
     from tui_agent.cli.common import default_resource
     from tui_agent.settings import load_settings
