@@ -198,13 +198,19 @@ def in_pane(command: list[str], env: dict[str, str]) -> str:
 # -- 1. first paint ----------------------------------------------------------------------------
 
 
-def first_paint(tmux: Tmux, command: str, needles: list[str], timeout: float = 30.0) -> float:
-    """Seconds from spawning ``command`` in the pane until every needle is on screen."""
+def first_paint(tmux: Tmux, command: str, needles: list[str], timeout: float = 30.0,
+                early: list[str] | None = None) -> float:
+    """Seconds from spawning ``command`` in the pane until every needle is on screen (and, in
+    ``first_paint.early_s``, until every ``early`` needle was: the first frame)."""
     start = time.monotonic()
+    first_paint.early_s = None  # type: ignore[attr-defined]
     tmux.respawn(command)
     while True:
         screen = tmux.capture()
         now = time.monotonic()
+        seen_early = early and all(n in screen for n in early)
+        if seen_early and first_paint.early_s is None:  # type: ignore[attr-defined]
+            first_paint.early_s = now - start  # type: ignore[attr-defined]
         if all(n in screen for n in needles):
             break
         if now - start > timeout:
@@ -268,6 +274,7 @@ def startup_phases(top: int = 8) -> None:
 def bench_paint(tmux: Tmux, runs: int, litellm_runs: int) -> None:
     bare_s: list[float] = []
     app_s: list[float] = []
+    frame_s: list[float] = []
     litellm_s: list[float] = []
     with temp_dir("bench_app_paint_") as tmp:
         bare = tmp / "bare.py"
@@ -280,17 +287,21 @@ def bench_paint(tmux: Tmux, runs: int, litellm_runs: int) -> None:
             db = tmp / f"{token}.sqlite"
             app_one = first_paint(
                 tmux, in_pane([CLI, "--no-warm", "--db", str(db)], env),
-                [str(db), "palette", "Enter: send"])
+                [str(db), "palette", "Enter: send"], early=["palette"])
             if rep:
                 bare_s.append(bare_one)
                 app_s.append(app_one)
+                frame_s.append(first_paint.early_s or app_one)  # type: ignore[attr-defined]
             if rep and rep <= litellm_runs:
                 litellm_s.append(import_litellm())
     bare_m, app_m = statistics.median(bare_s), statistics.median(app_s)
     litellm_m = statistics.median(litellm_s) if litellm_s else None
     print(f"[paint] bare {[round(s, 3) for s in bare_s]}  tui-agent "
           f"{[round(s, 3) for s in app_s]}  import litellm {[round(s, 2) for s in litellm_s]}")
-    row("first paint, tui-agent --no-warm (median)", ms(app_m),
+    frame_m = statistics.median(frame_s)
+    row("first frame (bar + footer), tui-agent --no-warm", ms(frame_m),
+        f"bare Textual {ms(bare_m)}", "<= bare + 100 ms", frame_m <= bare_m + 0.100)
+    row("first pane usable (composer shown)", ms(app_m),
         f"bare Textual {ms(bare_m)}; import litellm {ms(litellm_m)}",
         "<= bare + 100 ms", app_m <= bare_m + 0.100)
     row("  first paint over the bare app", f"+{(app_m - bare_m) * 1e3:.0f} ms", "-",

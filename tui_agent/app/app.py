@@ -22,9 +22,6 @@ from textual.containers import Container, Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tui_agent.app.keymap import check_keymap
-from tui_agent.app.screens.confirm import ConfirmScreen
-from tui_agent.app.screens.thread_picker import ThreadChoice, ThreadPicker
 from tui_agent.app.theme_files import (
     DEFAULT_THEME,
     discover_themes,
@@ -32,7 +29,8 @@ from tui_agent.app.theme_files import (
     remembered_theme,
 )
 
-if TYPE_CHECKING:  # the panes and the sidebar import the core: loaded after the first paint
+if TYPE_CHECKING:  # loaded after the first paint: the panes and the sidebar import the core
+    from tui_agent.app.screens.thread_picker import ThreadChoice
     from tui_agent.app.widgets.composer import Identity
     from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
     from tui_agent.app.widgets.thread_pane import PaneFocused, ThreadPane
@@ -42,6 +40,8 @@ MAX_VISIBLE = 4
 
 def binding_scopes() -> dict[str, list[Any]]:
     """Every binding with an id, grouped by what is live at the same time."""
+    from tui_agent.app.screens.confirm import ConfirmScreen
+    from tui_agent.app.screens.thread_picker import ThreadPicker
     from tui_agent.app.widgets.composer import Composer
     from tui_agent.app.widgets.thread_pane import ThreadPane
     from tui_agent.app.widgets.tool_call import ToolCall
@@ -172,6 +172,8 @@ class TuiAgentApp(App[int]):
 
     def _apply_keymap(self) -> None:
         """The settings' keymap, checked first: unknown ids and clashes are warnings."""
+        from tui_agent.app.keymap import check_keymap
+
         usable, warnings = check_keymap(self.config.keymap, binding_scopes())
         self.set_keymap(usable)
         for warning in warnings:
@@ -336,6 +338,8 @@ class TuiAgentApp(App[int]):
 
     @work(exclusive=True, group="picker")
     async def _pick(self, replace: bool) -> None:
+        from tui_agent.app.screens.thread_picker import ThreadPicker
+
         choices = await self._thread_choices()
         choice = await self.push_screen_wait(ThreadPicker(choices, self.config.default_resource))
         if choice is None:
@@ -347,6 +351,8 @@ class TuiAgentApp(App[int]):
         self.open_pane(choice.resource_id, choice.thread_id)
 
     async def _thread_choices(self) -> list[ThreadChoice]:
+        from tui_agent.app.screens.thread_picker import ThreadChoice
+
         memory = self.config.agent.memory
         threads = await memory.list_threads()
         activity = await memory.thread_activity()
@@ -360,6 +366,8 @@ class TuiAgentApp(App[int]):
 
     @work(group="confirm")
     async def on_thread_pane_abort_requested(self, message: ThreadPane.AbortRequested) -> None:
+        from tui_agent.app.screens.confirm import ConfirmScreen
+
         pane = message.pane
         question = f"Abort the live run on {pane.key}? Its partial answer is kept."
         if await self.push_screen_wait(ConfirmScreen(question, yes="Abort")):
