@@ -10,8 +10,10 @@ delivers it into the thread's history, ``discard`` discards it.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +22,10 @@ from helpers.common import AgentFactory, StoreFactory
 from textual.widgets import Input
 from textual.widgets._toast import Toast
 
-from tui_agent import Agent, Memory
-from tui_agent.app.app import TuiAgentApp
+from tui_agent import Agent, Memory, SqliteStore
+from tui_agent.app import app as app_module
+from tui_agent.app.app import AppConfig, TuiAgentApp
+from tui_agent.app.widgets.composer import Identity
 from tui_agent.app.widgets.inbox_list import InboxList
 from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
 from tui_agent.app.widgets.pane_header import PaneHeader, render_header
@@ -475,9 +479,168 @@ async def test_f2_shows_and_hides_the_inbox_and_the_palette_has_it(make_app: App
         assert None not in bindings
 
 
-async def test_the_demo_opens_with_the_inbox_shown(make_app: AppFactory) -> None:
+async def test_the_demo_opens_with_the_inbox_shown(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(TuiAgentApp, "_run_demo", lambda app: None)  # its feed is not the point
     app = make_app()
     app.config.demo = True
     async with app.run_test(size=(160, 48)) as pilot:
         await until(pilot, lambda: inbox(app).display, "the inbox shown")
-        await app.shutdown()
+
+
+# -- what the feed reads (Memory) ----------------------------------------------------------------
+async def test_notification_changes_pages_through_each_change_once(
+    agents: AgentFactory, memory: Memory,
+) -> None:
+    agent = agents(model=ScriptedModel(replies=["ok"]), memory=memory, notifications=POLICY)
+    made = [await notify(agent, f"n{i}") for i in range(5)]
+    async with memory.store.transaction() as db:  # one timestamp for three: paging still works
+        await db.execute("UPDATE notifications SET updated_at=? WHERE summary IN"
+                         " ('n1', 'n2', 'n3')", (made[1].updated_at.timestamp(),))
+    seen_ids, cursor, pages = [], None, 0
+    while True:
+        page, cursor = await memory.notification_changes(cursor, limit=2)
+        seen_ids += [record.id for record in page]
+        pages += 1
+        if len(page) < 2:
+            break
+    assert sorted(seen_ids) == sorted(r.id for r in made) and pages == 3
+    assert (await memory.notification_changes(cursor))[0] == []  # nothing new
+    await memory.mark_notification_seen(made[0].id)
+    changed, _ = await memory.notification_changes(cursor)
+    assert [(r.id, r.status) for r in changed] == [(made[0].id, "seen")]
+
+
+async def test_change_marker_moves_on_a_commit_here_or_elsewhere(
+    agents: AgentFactory, memory: Memory, stores: StoreFactory,
+) -> None:
+    agent = agents(model=ScriptedModel(replies=["ok"]), memory=memory, notifications=POLICY)
+    other = Memory(store=stores(memory.store.path))
+    first = await memory.change_marker()
+    assert await memory.change_marker() == first  # nothing committed: the same
+    record = await notify(agent, "here")
+    second = await memory.change_marker()
+    assert second != first
+    await other.mark_notification_seen(record.id)  # another connection's commit
+    assert await memory.change_marker() != second
+
+
+# -- snapshots -----------------------------------------------------------------------------------
+# The inbox at 160×48 on both themes: every priority and every status (a failed delivery
+# among them), then the cursor on the failed one (its attempts and last error in full). The
+# store is written before the app starts, on a loop of its own, with the records' times fixed
+# (ages are read against the sidebar's clock, frozen at NOW).
+NOW = 1_800_000_000.0
+THEMES = {"dark": "tui-agent-dark", "light": "tui-agent-light"}
+SNAP_RECORDS = [  # summary, priority, source, kind, thread, action, repeats
+    ("Pager: the API answers 503 on every request", "urgent", "pager", "page", "ops",
+     "defer", 3),
+    ("Build #512 failed on main: test_checkout timed out", "high", "ci", "build_failed",
+     "main", "persist", 1),
+    ("Review requested on #42: simplify the signals API", "medium", "github",
+     "review_requested", "main", "seen", 1),
+    ("5 new messages in #release", "low", "slack", "mention", "team", "summarize", 5),
+    ("Weekly digest: 12 threads", "medium", "email", "digest", "team", "dismiss", 1),
+    ("Comment on #40: LGTM", "low", "github", "comment", "main", "archive", 1),
+    ("New post on the status blog", "low", "rss", "item", "team", "discard", 1),
+]
+SNAP_AGES = [8, 180, 840, 2400, 7200, 18000, 172800, 60]  # seconds; the last: the failed one
+
+
+async def write_snapshot_store(path: Path) -> None:
+    store = SqliteStore(path)
+    agent = Agent(name="demo", instructions="x", model=ScriptedModel(replies=["ok"]),
+                  memory=Memory(store=store), notifications=POLICY)
+    broken = BrokenAgent(name="broken", instructions="x", model=ScriptedModel(replies=["ok"]),
+                         memory=Memory(store=store), notifications={"dispatch_interval_s": 3600})
+    ids = []
+    for summary, priority, source, kind, thread, action, repeats in SNAP_RECORDS:
+        send = {"defer": "defer", "persist": "persist", "summarize": "summarize",
+                "discard": "discard"}.get(action, "defer")
+        for _ in range(repeats):
+            record = await notify(agent, summary, priority=priority, source=source, kind=kind,
+                                  thread=thread, action=send, coalesce_key=summary)
+        if action in ("seen", "dismiss", "archive"):
+            await getattr(agent.memory, {"seen": "mark_notification_seen",
+                                         "dismiss": "dismiss_notification",
+                                         "archive": "archive_notification"}[action])(record.id)
+        ids.append(record.id)
+    failed = await broken.send_notification_signal(
+        {"source": "ci", "kind": "deploy", "summary": "Deploy of v1.4 to production",
+         "priority": "urgent"}, resource_id=R, thread_id="ops")
+    now = time.time()
+    for _ in range(6):
+        now += 120
+        await dispatch_due(broken, now=now)
+    ids.append(failed["record"].id)
+    async with store.transaction() as db:  # fixed times, by SNAP_AGES
+        for record_id, age in zip(ids, SNAP_AGES, strict=True):
+            at = NOW - age
+            await db.execute(
+                "UPDATE notifications SET created_at=?, updated_at=?, delivered_at=CASE WHEN"
+                " delivered_at IS NULL THEN NULL ELSE ? END, summarized_at=CASE WHEN"
+                " summarized_at IS NULL THEN NULL ELSE ? END WHERE id=?",
+                (at - 600, at, at + 5, at + 5, record_id))
+    await broken.close()
+    await agent.close()
+    await store.close()
+
+
+class SnapApp(TuiAgentApp):
+    """The app, closing its agent and store on its own loop when it exits."""
+
+    CSS_PATH = str(Path(app_module.__file__).with_name("app.tcss"))
+
+    async def on_unmount(self) -> None:
+        await self.config.agent.close(timeout=5.0)
+        await self.config.agent.memory.store.close()
+
+
+def snapshot_app(tmp_path: Path) -> SnapApp:
+    path = tmp_path / "inbox.sqlite"
+    asyncio.run(write_snapshot_store(path))
+    agent = Agent(name="demo", instructions="x", model=ScriptedModel(replies=["ok"]),
+                  memory=Memory(store=SqliteStore(path)), notifications=POLICY)
+    config = AppConfig(agent=agent, threads=[(R, "main")], identity=Identity("zoe", {}),
+                       agent_label="demo", model_label="scripted", default_resource=R,
+                       warm_model=False)
+    return SnapApp(config)
+
+
+async def show_every_status(pilot: Any, theme: str) -> InboxSidebar:
+    app = pilot.app
+    app.animation_level = "none"
+    app.theme = THEMES[theme]
+    sidebar = await open_inbox(pilot, shown=5)  # open: 8 records less dismissed, archived…
+    sidebar.clock = lambda: NOW
+    await pilot.press(*"t" * 9)  # …then all of them
+    assert sidebar.query_state.status == "all"
+    await until(pilot, lambda: len(sidebar.inbox_list.rows) == 8, "every record")
+    await pilot.press("home")
+    await until(pilot, lambda: app.panes[0].drained, "the pane drawn")
+    return sidebar
+
+
+@pytest.mark.parametrize("theme", list(THEMES))
+def test_snapshot_every_priority_and_status(snap_compare: Any, tmp_path: Path,
+                                            theme: str) -> None:
+    async def run_before(pilot: Any) -> None:
+        sidebar = await show_every_status(pilot, theme)
+        assert sidebar.inbox_list.current is not None
+        assert sidebar.inbox_list.current.source == "pager"  # the newest, ×3
+        await pilot.pause()
+
+    assert snap_compare(snapshot_app(tmp_path), terminal_size=(160, 48), run_before=run_before)
+
+
+@pytest.mark.parametrize("theme", list(THEMES))
+def test_snapshot_a_failed_delivery(snap_compare: Any, tmp_path: Path, theme: str) -> None:
+    async def run_before(pilot: Any) -> None:
+        sidebar = await show_every_status(pilot, theme)
+        await pilot.press("down")  # the second newest: the failed deploy
+        assert sidebar.inbox_list.current is not None
+        assert sidebar.inbox_list.current.status == "failed"
+        await pilot.pause()
+
+    assert snap_compare(snapshot_app(tmp_path), terminal_size=(160, 48), run_before=run_before)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Any, ClassVar
 
+from rich.segment import Segment
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
@@ -26,10 +27,10 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.visual import Visual
+from textual.style import Style
 
 from tui_agent.app.widgets.inbox_filters import InboxRecord
-from tui_agent.app.widgets.inbox_rows import age_of, row_height, row_lines
+from tui_agent.app.widgets.inbox_rows import age_of, row_heights, row_lines
 
 CACHE_ROWS = 256  # rendered rows kept: a few screens' worth
 MARK_COLUMNS = 2  # a click in the first two cells (cursor mark and box) toggles the mark
@@ -84,6 +85,8 @@ class InboxList(ScrollView, can_focus=True):
         self.marked: set[str] = set()
         self._starts: list[int] = [0]  # first line of each row, and the total at the end
         self._cache: LRUCache[tuple[Any, ...], list[Strip]] = LRUCache(CACHE_ROWS)
+        self._styles: dict[str, Style] = {}  # parsed span styles, for ``_styles_theme``
+        self._styles_theme = ""
         self.rows_rendered = 0  # rows rendered (not from the cache): a diagnostic for benches
 
     # -- the rows ------------------------------------------------------------------------------
@@ -92,7 +95,7 @@ class InboxList(ScrollView, can_focus=True):
         """Show ``rows`` (in this order), keeping the cursor on its record where it can."""
         current = self.current
         self.rows = rows
-        self._starts = [0, *accumulate(row_height(r) for r in rows)]
+        self._starts = [0, *accumulate(row_heights(rows))]
         if current is not None:
             index = next((i for i, r in enumerate(rows) if r.id == current.id), None)
             self.cursor = self.cursor if index is None else index
@@ -205,6 +208,9 @@ class InboxList(ScrollView, can_focus=True):
                age_of(record.updated_at, now), self.app.theme)
         strips = self._cache.get(key)
         if strips is None:
+            if self._styles_theme != self.app.theme:
+                self._styles.clear()
+                self._styles_theme = self.app.theme
             strips = self._render_row(record, width, now, cursor, marked)
             self._cache[key] = strips
         return strips
@@ -214,16 +220,27 @@ class InboxList(ScrollView, can_focus=True):
         self.rows_rendered += 1
         component = ("inbox-list--cursor",) if cursor else (
             ("inbox-list--marked",) if marked else ())
-        style = self.get_visual_style(*component)
-        strips = []
-        for content in row_lines(record, width=width, now=now, cursor=cursor, marked=marked):
-            strip = Visual.to_strips(self, content, width, 1, style)[0]
-            strips.append(strip.extend_cell_length(width, style.rich_style).crop(0, width))
-        return strips
+        base = self.get_visual_style(*component)
+        parse = self._parse_style
+        return [  # each line is one line of exactly ``width`` cells: no wrapping to do
+            Strip([Segment(text, style.rich_style)
+                   for text, style in content.render(base, end="", parse_style=parse)], width)
+            for content in row_lines(record, width=width, now=now, cursor=cursor, marked=marked)
+        ]
+
+    def _parse_style(self, style: str | Style) -> Style:
+        """A span's style with the theme's variables (``$text-error`` …), cached per theme."""
+        if isinstance(style, Style):
+            return style
+        parsed = self._styles.get(style)
+        if parsed is None:
+            parsed = self._styles[style] = Style.parse(style)
+        return parsed
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._styles.clear()
 
     def on_focus(self) -> None:
         self.refresh()

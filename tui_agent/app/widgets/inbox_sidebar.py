@@ -2,7 +2,8 @@
 
 Layout: a title (unread count), the filters (clickable), the record list (``InboxList``, a
 line-API widget: only the visible rows are rendered), the cursor's record in full, a search
-field and the actions (clickable). Guarantees:
+field and the actions (clickable). Every part but the list has a fixed height, so a change of
+filter, cursor or count repaints them without a layout. Guarantees:
 
 - It shows the records of every thread in the store, or only those of the threads open in the
   app's panes (``m``); filtered by minimum priority (``p``), status (``t``), source (``c``)
@@ -79,7 +80,7 @@ class InboxSidebar(Vertical):
         & > #inbox-title { height: 1; background: $panel; padding: 0 1; text-wrap: nowrap; }
         & > #inbox-filters { height: 2; color: $text-muted; padding: 0 1; }
         & > #inbox-detail {
-            height: auto; max-height: 8; padding: 0 1; border-top: hkey $border-blurred;
+            height: 8; padding: 0 1; border-top: hkey $border-blurred; overflow: hidden;
         }
         & > #inbox-search { height: 1; border: none; padding: 0 1; background: $panel; }
         & > #inbox-actions { height: 1; color: $text-muted; padding: 0 1; text-wrap: nowrap; }
@@ -181,7 +182,7 @@ class InboxSidebar(Vertical):
                                  (f"{unread} unread", "$text-warning bold" if unread else
                                   "$text-muted"),
                                  (f" · {shown:,}{more} shown{loading}", "$text-muted"))
-        self.query_one("#inbox-title", Static).update(title)
+        self.query_one("#inbox-title", Static).update(title, layout=False)  # fixed height
 
     def _show_filters(self) -> None:
         query = self.query_state
@@ -190,15 +191,16 @@ class InboxSidebar(Vertical):
                         ("source", f"c {query.source or 'all sources'}")])
         second = _links([("scope", "m my panes" if self.mine else "m all threads"),
                          ("sort", f"o by {query.sort}")])
-        self.query_one("#inbox-filters", InboxBar).update(Content("\n").join([first, second]))
+        self.query_one("#inbox-filters", InboxBar).update(Content("\n").join([first, second]),
+                                                          layout=False)
 
     def _show_detail(self, record: InboxRecord | None) -> None:
         detail = self.query_one("#inbox-detail", Static)
         if record is None:
             empty = "loading…" if not self.feed.loaded else "nothing here"
-            detail.update(Content.styled(empty, "$text-muted"))
+            detail.update(Content.styled(empty, "$text-muted"), layout=False)
         else:
-            detail.update(detail_text(record, self.clock()))
+            detail.update(detail_text(record, self.clock()), layout=False)
 
     def _tick(self) -> None:
         if self.mine and frozenset(self._pane_threads()) != self._scope:
@@ -271,7 +273,8 @@ class InboxSidebar(Vertical):
         self.inbox_list.action_move(1)
 
     def action_cycle(self, field: str) -> None:
-        self.query_state = self.query_state.cycled(field, sources(self.feed.records.values()))
+        options = sources(self.feed.records.values()) if field == "source" else ()
+        self.query_state = self.query_state.cycled(field, options)
         self.refresh_view()
 
     def action_toggle_scope(self) -> None:
