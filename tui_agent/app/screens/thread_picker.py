@@ -119,5 +119,6 @@ def _row(choice: ThreadChoice) -> Content:
     return Content.assemble(
         live, (choice.title or choice.thread_id, "bold"), "  ",
         (f"{choice.resource_id}/{choice.thread_id}", "$text-muted"), "  ",
-        (f"{choice.messages} msgs · {when}", "$text-muted"),
+        (f"{choice.messages} {'msg' if choice.messages == 1 else 'msgs'} · {when}",
+         "$text-muted"),
     )

@@ -67,18 +67,20 @@ def render_header(state: HeaderState, now: float) -> Content:
     label, style = STATE_STYLES.get(state.state, (state.state, ""))
     if state.state == "running" and state.started_at is not None:
         label += f" {now - state.started_at:.0f}s"
-    title = state.title or state.thread
     tokens = f"last run {_count(state.run_tokens)} tok · thread {_count(state.thread_tokens)}"
     if state.cost is not None:
         tokens += f" · ${state.cost:.4f} last run"
+    heading: list[str | tuple[str, str]] = [(state.title, "bold"), " "] if state.title else []
+    # Most telling first: a narrow pane cuts the end of the line, not the run's state.
     parts: list[str | tuple[str, str]] = [
-        (title, "bold"), " ", (state.thread, "$text-muted"), " · ",
+        *heading, (state.thread, "bold" if not state.title else "$text-muted"), " · ",
+        (label, style), " · ",
     ]
     if state.unread:  # the thread's inbox records nobody has seen, dismissed or archived yet
         parts += [(f"✉ {state.unread} unread", "$text-warning bold"), " · "]
     parts += [
-        (state.agent, "$text-accent"), " · ", (state.model, "$text-muted"), " · ",
-        (label, style), " · ", (tokens, "$text-muted"),
+        (tokens, "$text-muted"), " · ", (state.agent, "$text-accent"), " · ",
+        (state.model, "$text-muted"),
     ]
     return Content.assemble(*parts)
 

@@ -34,12 +34,13 @@ NOTICE_S = 4.0  # how long a route or error line stays
 class ThreadPane(Vertical):
     DEFAULT_CSS = """
     ThreadPane {
-        border: round $border-blurred;
+        border: round $foreground 25%;
         height: 1fr;
         width: 1fr;
         &.-focused { border: round $border; }
         & > #pane-body { height: 1fr; }
-        & > #pane-status { height: 1; color: $text-muted; padding: 0 1; }
+        & > #pane-status { height: 1; color: $text-muted; padding: 0 1; display: none; }
+        & > #pane-status.-shown { display: block; }
         & > #pane-status.-error { color: $text-error; }
     }
     """
@@ -80,6 +81,7 @@ class ThreadPane(Vertical):
         self._sync_timer: Any = None
         self._notice_timer: Any = None
         self._sending = 0  # sends whose route is not decided yet
+        self._aborting = False  # "aborting…" shows until the run's end arrives
 
     @property
     def key(self) -> str:
@@ -176,6 +178,9 @@ class ThreadPane(Vertical):
         elif self._sending:
             state.state = "sending"
         elif last is not None and last.status in ("aborted", "interrupted", "failed"):
+            if state.state != last.status and self._aborting:
+                self._aborting = False
+                self.clear_notice()  # "aborting…" is answered by the marker
             state.state = last.status
         elif self.feed.attached:
             state.state = "idle"
@@ -193,14 +198,20 @@ class ThreadPane(Vertical):
     # -- status line ---------------------------------------------------------------------------
 
     def show_notice(self, text: str, *, error: bool = False, sticky: bool = False) -> None:
+        """One line under the transcript (it takes no row while empty); a plain notice goes
+        after NOTICE_S, an error or a sticky one stays until replaced."""
         status = self.query_one("#pane-status", Static)
         status.update(text)
         status.set_class(error, "-error")
+        status.set_class(bool(text), "-shown")
         if self._notice_timer is not None:
             self._notice_timer.stop()
             self._notice_timer = None
         if not sticky and not error:
-            self._notice_timer = self.set_timer(NOTICE_S, lambda: status.update(""))
+            self._notice_timer = self.set_timer(NOTICE_S, self.clear_notice)
+
+    def clear_notice(self) -> None:
+        self.show_notice("", sticky=True)
 
     # -- focus ---------------------------------------------------------------------------------
 
@@ -266,7 +277,9 @@ class ThreadPane(Vertical):
 
     def abort_now(self) -> None:
         aborted = self.feed.abort()
-        self.show_notice("⏹ aborting the live run…" if aborted else "no live run to abort")
+        self._aborting = aborted
+        self.show_notice("⏹ aborting the live run…" if aborted else "no live run to abort",
+                         sticky=aborted)
 
     async def action_toggle_attach(self) -> None:
         if self.feed.attached:
@@ -303,7 +316,7 @@ class ThreadPane(Vertical):
 
     def action_follow(self) -> None:
         self.query_one(TranscriptView).follow()
-        self.query_one("#pane-status", Static).update("")
+        self.clear_notice()
         self.schedule_sync()
 
     def on_transcript_view_near_top(self, message: TranscriptView.NearTop) -> None:
@@ -320,7 +333,7 @@ class ThreadPane(Vertical):
     def on_transcript_view_follow_changed(self, message: TranscriptView.FollowChanged) -> None:
         message.stop()
         if message.following:
-            self.query_one("#pane-status", Static).update("")
+            self.clear_notice()
             self.schedule_sync()
 
     # -- copy ----------------------------------------------------------------------------------

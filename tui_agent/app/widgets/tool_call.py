@@ -24,7 +24,7 @@ class ToolCall(Static, can_focus=True):
     ToolCall {
         padding: 0 1 0 3;
         color: $text-muted;
-        &:focus { background: $boost; }
+        &:focus { background: $accent 25%; color: $foreground; }
     }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "toggle", "Expand", id="tool.toggle")]

@@ -94,6 +94,11 @@ class TranscriptView(VerticalScroll, can_focus=True):
 
     # -- follow mode ---------------------------------------------------------------------------
 
+    def on_mount(self) -> None:
+        # Anchored, Textual keeps the view at the bottom whenever the content grows — also
+        # when an answer's final render changes its height between two syncs.
+        self.anchor()
+
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         at_bottom = new >= self.max_scroll_y - 1
@@ -101,6 +106,8 @@ class TranscriptView(VerticalScroll, can_focus=True):
             self.following = at_bottom
             if at_bottom:
                 self.unseen = 0
+            else:
+                self.release_anchor()  # scrolled up (by any means): stay where the user is
             self.post_message(self.FollowChanged(at_bottom))
         if new <= 0 and old > 0:
             self.post_message(self.NearTop())
@@ -109,5 +116,5 @@ class TranscriptView(VerticalScroll, can_focus=True):
         """Jump to the newest output and follow it again."""
         self.following = True
         self.unseen = 0
-        self.scroll_end(animate=False)
+        self.anchor()  # scrolls to the end and re-anchors
         self.post_message(self.FollowChanged(True))
