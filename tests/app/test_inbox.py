@@ -139,8 +139,11 @@ async def test_a_key_marks_the_cursors_record(make_app: AppFactory, key: str,
         await pilot.press("down", key)  # the cursor starts on the newest
         await until(pilot, lambda: sidebar.feed.records[older.id].status == status, status)
         assert await statuses(agent, [older, newer]) == [status, "pending"]
-        if status == "seen":  # seen stays in the default view, the others leave it
+        if status == "seen":  # seen stays in the default view, in its place, its age kept
             assert summaries(app) == ["newer", "older"]
+            fresh = sidebar.feed.records[older.id]
+            assert fresh.updated_at > older.updated_at
+            assert sidebar.inbox_list.changed_at(fresh) == older.updated_at
         else:
             await until(pilot, lambda: summaries(app) == ["newer"], f"{status} left the view")
 
@@ -466,6 +469,9 @@ async def test_f2_shows_and_hides_the_inbox_and_the_palette_has_it(make_app: App
     async with app.run_test(size=(160, 48)) as pilot:
         sidebar = inbox(app)
         assert not sidebar.display
+        await pilot.press("f2")
+        assert sidebar.display and app.focused is sidebar.inbox_list
+        app.panes[0].focus_composer()  # shown, the focus elsewhere: f2 focuses it
         await pilot.press("f2")
         assert sidebar.display and app.focused is sidebar.inbox_list
         await pilot.press("f2")

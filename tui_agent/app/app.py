@@ -303,8 +303,12 @@ class TuiAgentApp(App[int]):
         return found.first() if found else None
 
     def action_toggle_inbox(self) -> None:
+        """Hidden: show and focus it. Shown, focus elsewhere: focus it. Focused: hide it."""
         inbox = self._inbox()
         if inbox is None:
+            return
+        if inbox.display and not inbox.has_focus_within:
+            inbox.inbox_list.focus()
             return
         inbox.display = not inbox.display
         if inbox.display:

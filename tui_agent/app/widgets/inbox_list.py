@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from itertools import accumulate
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from rich.segment import Segment
@@ -88,6 +90,9 @@ class InboxList(ScrollView, can_focus=True):
         self._styles: dict[str, Style] = {}  # parsed span styles, for ``_styles_theme``
         self._styles_theme = ""
         self.rows_rendered = 0  # rows rendered (not from the cache): a diagnostic for benches
+        self.changed_at: Callable[[InboxRecord], datetime] = attrgetter("updated_at")
+        """When a row's record last changed, for its age (the sidebar keeps it where it was
+        when it acted on it)."""
 
     # -- the rows ------------------------------------------------------------------------------
 
@@ -203,20 +208,21 @@ class InboxList(ScrollView, can_focus=True):
         record = self.rows[index]
         cursor, marked = index == self.cursor, record.id in self.marked
         now = self.clock()
+        changed = self.changed_at(record)
         key = (record.id, record.updated_at, record.status, record.summarized_at,
                record.delivery_attempts, width, cursor, marked, self.has_focus,
-               age_of(record.updated_at, now), self.app.theme)
+               age_of(changed, now), self.app.theme)
         strips = self._cache.get(key)
         if strips is None:
             if self._styles_theme != self.app.theme:
                 self._styles.clear()
                 self._styles_theme = self.app.theme
-            strips = self._render_row(record, width, now, cursor, marked)
+            strips = self._render_row(record, width, now, cursor, marked, changed)
             self._cache[key] = strips
         return strips
 
     def _render_row(self, record: InboxRecord, width: int, now: float, cursor: bool,
-                    marked: bool) -> list[Strip]:
+                    marked: bool, changed: datetime) -> list[Strip]:
         self.rows_rendered += 1
         component = ("inbox-list--cursor",) if cursor else (
             ("inbox-list--marked",) if marked else ())
@@ -225,7 +231,8 @@ class InboxList(ScrollView, can_focus=True):
         return [  # each line is one line of exactly ``width`` cells: no wrapping to do
             Strip([Segment(text, style.rich_style)
                    for text, style in content.render(base, end="", parse_style=parse)], width)
-            for content in row_lines(record, width=width, now=now, cursor=cursor, marked=marked)
+            for content in row_lines(record, width=width, now=now, cursor=cursor, marked=marked,
+                                     changed=changed)
         ]
 
     def _parse_style(self, style: str | Style) -> Style:

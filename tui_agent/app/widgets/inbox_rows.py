@@ -70,16 +70,18 @@ def status_label(record: InboxRecord) -> tuple[str, str]:
     return f"{symbol} {word}", style
 
 
-def row_lines(record: InboxRecord, *, width: int, now: float, cursor: bool,
-              marked: bool) -> list[Content]:
-    """The row's lines, each exactly ``width`` cells."""
-    lines = [_head(record, width, now, cursor, marked), _body(record, width)]
+def row_lines(record: InboxRecord, *, width: int, now: float, cursor: bool, marked: bool,
+              changed: datetime | None = None) -> list[Content]:
+    """The row's lines, each exactly ``width`` cells. The age is of ``changed`` (default: the
+    record's ``updated_at``)."""
+    age = age_of(changed or record.updated_at, now)
+    lines = [_head(record, width, age, cursor, marked), _body(record, width)]
     if record.last_delivery_error:
         lines.append(_failure(record, width))
     return lines
 
 
-def _head(record: InboxRecord, width: int, now: float, cursor: bool, marked: bool) -> Content:
+def _head(record: InboxRecord, width: int, age: str, cursor: bool, marked: bool) -> Content:
     symbol, style = PRIORITY_LOOK.get(record.priority, ("?", ""))
     unread = record.status in UNREAD
     what = Content.assemble(
@@ -89,7 +91,6 @@ def _head(record: InboxRecord, width: int, now: float, cursor: bool, marked: boo
         (f"{record.source}/{record.kind}", "bold" if unread else "$text-muted"),
         (f" ×{record.coalesced_count}" if record.coalesced_count > 1 else "", "$text-accent"),
     )
-    age = age_of(record.updated_at, now)
     room = max(1, width - len(age) - 1)
     return Content.assemble(what.truncate(room, ellipsis=True, pad=True), " ",
                             (age, "$text-muted")).truncate(width, pad=True)

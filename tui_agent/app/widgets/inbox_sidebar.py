@@ -142,6 +142,7 @@ class InboxSidebar(Vertical):
                        id="inbox-actions")
 
     def on_mount(self) -> None:
+        self.inbox_list.changed_at = lambda r: self._pins.get(r.id, r.updated_at)
         self.run_worker(self.feed.run(), name="inbox feed", group="inbox-feed", exclusive=True,
                         exit_on_error=False)
         self.set_interval(TICK_S, self._tick)
