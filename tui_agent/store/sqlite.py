@@ -70,7 +70,8 @@ def event_chunk(row: Sequence[Any]) -> dict[str, Any]:
 
 
 class SqliteStore:
-    """A store on one SQLite file. ``path`` defaults to ``$TUI_AGENT_DB`` or the XDG data dir."""
+    """A store on one SQLite file (a path or ``sqlite:///path``). ``path`` defaults to the
+    settings' ``db`` (``$TUI_AGENT_DB``) or the XDG data dir."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         chosen = strip_sqlite_scheme(str(path)) if path else default_db_path()
