@@ -238,6 +238,8 @@ class StatePanel(Vertical):
     def _apply(self, lanes: Sequence[Any]) -> None:
         """Show what was read: rebuild only lanes whose version or time moved."""
         fresh = {lane.id: lane for lane in lanes}
+        if bool(fresh) != bool(self.lanes):
+            self.refresh_bindings()  # the history key acts once there is a lane
         for lane_id in [known for known in self.lanes if known not in fresh]:
             del self.lanes[lane_id]
             self._lane_nodes.pop(lane_id).remove()
@@ -252,6 +254,9 @@ class StatePanel(Vertical):
             if self._loaded:
                 self._highlight[lane.id] = ends
         self._loaded = True
+        tree = self._lanes_tree()
+        if tree.cursor_line < 0 and tree.root.children:  # a cursor to start from (h, space)
+            self.call_after_refresh(tree.move_cursor, tree.root.children[0])
 
     def _show_lane(self, lane: Any, position: int) -> None:
         tree = self._lanes_tree()
@@ -363,6 +368,7 @@ class StatePanel(Vertical):
             self._show_title()
             return
         self.add_class("-history")
+        self.refresh_bindings()
         self._show_title()
         self._history_tree().focus()
 
@@ -390,6 +396,7 @@ class StatePanel(Vertical):
     def action_close_history(self) -> None:
         self.history = None
         self.remove_class("-history")
+        self.refresh_bindings()
         self._history_tree().clear()
         self._show_title()
         self._lanes_tree().focus()

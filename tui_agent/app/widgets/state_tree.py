@@ -4,7 +4,8 @@ Each line's label is a list of ``(text, role)`` parts, styled at render time by 
 component class (``state-tree--key``, ``--string``, …), so a theme change restyles it and the
 panel can re-render a line (a lane's age) without rebuilding it. ``add_value`` caps what it
 builds: ``MAX_ITEMS`` entries a container, ``MAX_DEPTH`` levels, ``NODE_BUDGET`` lines a value,
-strings over ``FOLD_CHARS`` folded (their full text, in chunks, one expansion away).
+a string that would not fit its line (``LINE_CHARS``) folded in its middle (its full text, in
+chunks, one expansion away).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from tui_agent.app.widgets.state_values import fold, is_container, scalar_text, summary
+from tui_agent.app.widgets.state_values import fold_middle, is_container, scalar_text, summary
 
 MAX_ITEMS = 40  # entries shown per object or list; the rest is one "… N more" line
 MAX_DEPTH = 6  # containers nested deeper show as a one-line summary
 NODE_BUDGET = 300  # lines built per value at most
-FOLD_CHARS = 30  # a string longer than this is folded
+LINE_CHARS = 38  # a line's room: the panel's 42 columns less its border, scrollbar, margin
+MIN_FOLD = 12  # a folded string keeps at least this many characters, however deep
+COUNT_CHARS = 80  # a folded string longer than this also says how long it is
 CHUNK_CHARS = 30  # a folded string unfolds in lines of this many characters
 MAX_CHUNKS = 20  # … and at most this many lines
 AUTO_EXPAND_ITEMS = 6  # a first-level container this small starts expanded
@@ -106,9 +109,17 @@ class StateTree(Tree[Row]):
         return label
 
     def _role_style(self, roles: str) -> Style:
-        """The style of a part: its roles' (space-separated) component styles combined."""
-        return Style.combine(self.get_component_rich_style(f"state-tree--{role}", partial=True)
-                             for role in roles.split())
+        """The style of a part: its roles' (space-separated) component styles combined — each
+        role's own rules only, its colours blended over the background (``$text-muted`` is a
+        translucent colour: unblended it would be the terminal's default)."""
+        styles = []
+        for role in roles.split():
+            full = self.get_component_rich_style(f"state-tree--{role}")
+            own = self.get_component_rich_style(f"state-tree--{role}", partial=True)
+            styles.append(Style(color=full.color if own.color else None,
+                                bgcolor=full.bgcolor if own.bgcolor else None,
+                                bold=own.bold, italic=own.italic))
+        return Style.combine(styles)
 
 
 def add_value(parent: TreeNode[Row], lane: str, value: Any, *, path: Path = (),
@@ -151,27 +162,56 @@ def _add_entry(parent: TreeNode[Row], lane: str, key: Any, item: Any, path: Path
         add_value(node, lane, item, path=path, expanded=expanded, budget=budget)
         return
     text, role = scalar_text(item)
-    if role != "string" or len(text) <= FOLD_CHARS + 2:
+    room = LINE_CHARS - 2 * len(path) - len(_plain(parts))  # guides take 2 columns a level
+    if role != "string" or len(text) <= room:
         parent.add_leaf(_plain(parts), data=Row(lane, path, [*parts, (text, role)]))
         return
-    _add_folded(parent, lane, path, parts, str(item), expanded, budget)
+    _add_folded(parent, lane, path, parts, str(item), room, expanded, budget)
 
 
 def _add_folded(parent: TreeNode[Row], lane: str, path: Path, parts: list[Part], text: str,
-                expanded: ExpandRule, budget: Budget) -> None:
+                room: int, expanded: ExpandRule, budget: Budget) -> None:
     """A long string: one folded line; its full text (bounded) as the lines under it."""
-    shown, _ = scalar_text(fold(text, FOLD_CHARS))
-    row = Row(lane, path, [*parts, (shown, "string"), (f" ({len(text):,} chars)", "muted")])
+    size = f" {_size(len(text))}" if len(text) > COUNT_CHARS else ""
+    inner = scalar_text(text)[0][1:-1]  # escapes visible
+    shown = '"' + fold_middle(inner, max(MIN_FOLD, room - 4 - len(size))) + '"'  # icon, quotes
+    row = Row(lane, path, [*parts, (shown, "string"), (size, "muted")])
     node = parent.add(_plain(row.parts), data=row, expand=expanded(lane, path, text))
-    chunks = [text[i:i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)]
-    for index, chunk in enumerate(chunks[:MAX_CHUNKS]):
+    pieces, rest = _chunks(text)
+    for index, piece in enumerate(pieces):
         budget.left -= 1
-        line = scalar_text(chunk)[0][1:-1]  # escapes visible, no quotes
-        node.add_leaf(line, data=Row(lane, (*path, ("chunk", index)), [(line, "string")]))
-    if len(chunks) > MAX_CHUNKS:
-        rest = len(text) - MAX_CHUNKS * CHUNK_CHARS
-        more = f"… {rest:,} more chars"
-        node.add_leaf(more, data=Row(lane, (*path, "…"), [(more, "muted")]))
+        node.add_leaf(piece, data=Row(lane, (*path, ("chunk", index)), [(piece, "string")]))
+    if rest:
+        node.add_leaf(rest, data=Row(lane, (*path, "…"), [(rest, "muted")]))
+
+
+def _chunks(text: str) -> tuple[list[str], str | None]:
+    """A string's text line by line (long lines wrapped at CHUNK_CHARS, escapes visible, no
+    quotes), at most MAX_CHUNKS pieces; and what was left out (``… 12 more lines``), if any."""
+    lines = text.split("\n")
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()  # a final newline ends the last line, it does not start one
+    pieces: list[str] = []
+    for index, line in enumerate(lines):
+        shown = scalar_text(line)[0][1:-1]
+        wrapped = [shown[i:i + CHUNK_CHARS] for i in range(0, len(shown), CHUNK_CHARS)] or [""]
+        room = MAX_CHUNKS - len(pieces)
+        if len(wrapped) > room:
+            pieces.extend(wrapped[:room])
+            if index + 1 < len(lines):
+                return pieces, f"… {len(lines) - index:,} more lines"
+            return pieces, f"… {len(shown) - room * CHUNK_CHARS:,} more chars"
+        pieces.extend(wrapped)
+        if len(pieces) == MAX_CHUNKS and index + 1 < len(lines):
+            return pieces, f"… {len(lines) - index - 1:,} more lines"
+    return pieces, None
+
+
+def _size(chars: int) -> str:
+    """A string's length in a few columns: ``812 ch``, ``3.7k ch``, ``41k ch``."""
+    if chars < 1000:
+        return f"{chars} ch"
+    return f"{chars / 1000:.1f}k ch" if chars < 10_000 else f"{chars // 1000}k ch"
 
 
 def _plain(parts: Sequence[Part]) -> str:

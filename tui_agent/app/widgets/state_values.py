@@ -45,6 +45,15 @@ def fold(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
+def fold_middle(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters by dropping its middle (``…``): both ends stay,
+    which is what tells URLs, paths and ids apart."""
+    if len(text) <= limit:
+        return text
+    head = max(1, (limit - 1) * 2 // 5)
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
+
+
 def summary(value: Any) -> str:
     """A container in a few characters: ``{3 keys}``, ``[4 items]`` (``{}``/``[]`` if empty)."""
     if isinstance(value, Mapping):
