@@ -1,5 +1,5 @@
 """The state-lane panel: a pane's lanes (id, mode, version, age, value as a JSON tree), live
-from any process with the changed lane highlighted, shown or hidden by a key, each lane's
+from any process with the changed lane highlighted, shown/focused or hidden by a key, each lane's
 history on demand (stepping through versions, each delta as added / changed / removed keys),
 long strings folded and big values capped — and two snapshots of it, one per theme.
 
@@ -146,7 +146,13 @@ async def test_the_toggle_key_shows_and_hides_the_panel(make_app: AppFactory) ->
                     "the panel shown with its lane")
         assert panel.region.width > 0
         assert app.focused is panel.query_one("#state-lanes")
+        pane.focus_composer()  # shown but unfocused: the key focuses it
+        await until(pilot, lambda: app.focused is pane.query_one(Composer), "composer focused")
         await pilot.press("f3")
+        await until(pilot, lambda: app.focused is panel.query_one("#state-lanes"),
+                    "the panel focused, still shown")
+        assert panel.display
+        await pilot.press("f3")  # focused: the key hides it
         await until(pilot, lambda: not panel.display, "the panel hidden")
         await until(pilot, lambda: app.focused is pane.query_one(Composer),
                     "the composer focused again")

@@ -137,13 +137,15 @@ class ThreadPane(Vertical):
         self.query_one(StatePanel).lane_changed(message.lane_id)
 
     def action_toggle_state(self) -> None:
-        """Show (and focus) or hide the state-lane panel."""
+        """Show and focus the state-lane panel; focus it if shown but unfocused; else hide."""
         panel = self.query_one(StatePanel)
-        panel.set_shown(not panel.shown)
-        if panel.shown:
-            panel.focus_panel()
-        else:
+        focused = self.app.focused
+        if panel.shown and focused is not None and panel in focused.ancestors:
+            panel.set_shown(False)
             self.focus_composer()
+            return
+        panel.set_shown(True)
+        panel.focus_panel()
 
     def on_thread_feed_failed(self, message: ThreadFeed.Failed) -> None:
         message.stop()
