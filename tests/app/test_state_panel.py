@@ -29,6 +29,13 @@ from tui_agent.app.widgets import state_panel
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.state_panel import StatePanel
 from tui_agent.app.widgets.state_tree import MAX_ITEMS, StateTree
+from tui_agent.app.widgets.state_values import (
+    diff_changes,
+    fold_middle,
+    format_age,
+    one_line,
+    patch_changes,
+)
 from tui_agent.app.widgets.thread_pane import ThreadPane
 from tui_agent.state import lanes as lanes_module
 from tui_agent.testing import ScriptedModel
@@ -284,7 +291,7 @@ async def test_history_steps_through_versions_with_each_delta_and_value(
         assert app.focused is panel.query_one("#state-history-value")
 
         text = history_text(panel)  # v3, the newest: a delta adding one key, removing one
-        assert "v3 1/3" in text and "── v3 delta" in text
+        assert "v3 1/3" in text and "\nv3 delta ·" in text
         assert '+ selection: "x = 1"' in text and "- unsaved" in text
         assert [line.split()[0] for line in text.splitlines()[1:4]] == ["▸", "v2", "v1"]
         value = history_value(panel)
@@ -293,24 +300,24 @@ async def test_history_steps_through_versions_with_each_delta_and_value(
 
         await pilot.press("left")  # older: v2 changed two keys
         text = history_text(panel)
-        assert "── v2 delta" in text and "~ line: 42" in text and "~ unsaved: true" in text
+        assert "\nv2 delta ·" in text and "~ line: 42" in text and "~ unsaved: true" in text
         assert "line: 42" in history_value(panel) and "unsaved: true" in history_value(panel)
 
         await pilot.press("left")  # v1: the snapshot, every key added
         text = history_text(panel)
-        assert "── v1 snapshot" in text and '+ file: "app.py"' in text and "+ line: 1" in text
+        assert "\nv1 snapshot ·" in text and '+ file: "app.py"' in text and "+ line: 1" in text
         assert history_value(panel) == ['file: "app.py"', "line: 1", "unsaved: false"]
         await pilot.press("left")  # the oldest: stays
-        assert "── v1 snapshot" in history_text(panel)
+        assert "\nv1 snapshot ·" in history_text(panel)
 
         await pilot.press("right")  # newer again
-        assert "── v2 delta" in history_text(panel)
+        assert "\nv2 delta ·" in history_text(panel)
         assert "line: 42" in history_value(panel)
 
         await send_state(agent, "editor", "v4", delta={"line": 43})  # live, while open
         await until(pilot, lambda: panel.history is not None
                     and panel.history.entries[0].version == 4, "the history re-read")
-        assert "── v2 delta" in history_text(panel)  # still on the version being looked at
+        assert "\nv2 delta ·" in history_text(panel)  # still on the version being looked at
         assert "v2 3/4" in history_text(panel)
 
         await pilot.press("escape")  # back to the lanes (escape does not abort here)
@@ -355,6 +362,21 @@ async def test_a_long_string_is_folded_and_big_values_capped(make_app: AppFactor
         unfolded = [line.split("│ ")[-1].strip() for line in lanes_text(panel)]
         start = unfolded.index("├ line 0: all good")
         assert unfolded[start + 1] == "├ line 1: all good"
+
+
+def test_a_merge_patch_reads_as_added_changed_and_removed_keys() -> None:
+    before = {"a": 1, "b": {"c": 2, "d": 3}, "e": "x"}
+    patch = {"a": 2, "b": {"c": None, "f": 4}, "e": None, "g": [1]}
+    assert patch_changes(before, patch) == [
+        ("~", "a", 2), ("-", "b.c", None), ("+", "b.f", 4), ("-", "e", None), ("+", "g", [1])]
+    assert patch_changes(before, [1, 2]) == [("~", "(value)", [1, 2])]  # replaces it whole
+    after = {"a": 1, "b": {"c": 5, "d": 3}, "h": True}
+    assert diff_changes(before, after) == [("~", "b.c", 5), ("+", "h", True), ("-", "e", None)]
+    assert [format_age(s) for s in (0.2, 3.9, 125, 7300, 90000)] == [
+        "just now", "3 s ago", "2 min ago", "2 h ago", "1 d ago"]
+    assert fold_middle("https://github.com/acme/app/pull/42", 20) == "https:/…/app/pull/42"
+    assert one_line("x" * 50, 12) == '"xxx…xxxxxx"' and one_line(list(range(30)), 40) == \
+        "[30 items]"
 
 
 # -- snapshots -----------------------------------------------------------------------------------

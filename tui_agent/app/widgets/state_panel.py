@@ -461,7 +461,7 @@ def _version_line(history: History, index: int, now: float) -> Content:
 
 def _entry_heading(entry: Any, now: float) -> Content:
     when = entry.updated_at.astimezone().strftime("%H:%M:%S")
-    return Content.assemble(("── ", "$text-muted"), (f"v{entry.version} {entry.mode}", "bold"),
+    return Content.assemble((f"v{entry.version} {entry.mode}", "bold"),
                             (f" · {when} · {format_age(now - entry.updated_at.timestamp())}",
                              "$text-muted"))
 

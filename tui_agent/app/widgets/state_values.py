@@ -68,13 +68,16 @@ def is_container(value: Any) -> bool:
 
 
 def one_line(value: Any, limit: int) -> str:
-    """Any JSON value on one line, folded to ``limit`` characters."""
+    """Any JSON value on one line, folded to ``limit`` characters (a string in its middle, so
+    both ends show; a container at its end)."""
     if is_container(value) and len(value) > 20:
         return summary(value)
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
     except (TypeError, ValueError):
         text = repr(value)
+    if isinstance(value, str) and len(text) > limit:
+        return '"' + fold_middle(text[1:-1], limit - 2) + '"'
     return fold(text, limit)
 
 
