@@ -225,8 +225,7 @@ def run_tui_agent(args: argparse.Namespace, probe: Probe) -> None:
         # a relative CSS_PATH is found beside the subclass's module: point at the app's own
         CSS_PATH = str(Path(tui_app_module.__file__).with_name("app.tcss"))
 
-        def on_mount(self) -> None:
-            super().on_mount()
+        def on_mount(self) -> None:  # Textual calls TuiAgentApp.on_mount itself (MRO)
             asyncio.get_running_loop().create_task(
                 drive(self, probe, args, ready, value, start_streams, widgets))
 
