@@ -337,7 +337,8 @@ async def test_a_long_string_is_folded_and_big_values_capped(make_app: AppFactor
     async with app.run_test(size=(160, 48)) as pilot:
         await agent.memory.create_thread("main", resource_id="me")
         await send_state(agent, "watcher", "1", value={"log": log, "items": list(range(500)),
-                                                       "deep": {"a": {"b": {"c": {"d": 1}}}}})
+                                                       "deep": {"a": {"b": {"c": {"d": 1}}}},
+                                                       "[/x]": "[b]as is[/b]"})
         panel = await shown_panel(pilot, app)
         await until(pilot, lambda: "watcher" in panel.lanes, "the lane")
         lines = lanes_text(panel)
@@ -346,19 +347,24 @@ async def test_a_long_string_is_folded_and_big_values_capped(make_app: AppFactor
         assert folded.split("log: ")[1].startswith('"line 0:')
         assert "line 100" not in "\n".join(lines)
         assert "items: [500 items]" in "\n".join(lines)
+        assert '[/x]: "[b]as is[/b]"' in "\n".join(lines)  # data, never markup
 
         tree = panel.query_one("#state-lanes", StateTree)
         log_node = next(n for n in tree.root.children[0].children if n.data.path == ("log",))
         items_node = next(n for n in tree.root.children[0].children
                           if n.data.path == ("items",))
         assert not log_node.is_expanded and not items_node.is_expanded
-        assert len(log_node.children) <= 21  # unfolds in bounded lines
+        assert not log_node.children and not items_node.children  # built when first opened
+        tree.move_cursor(log_node)
+        await pilot.press("space")  # unfold it: its text, line by line, bounded
+        await until(pilot, lambda: log_node.is_expanded and log_node.children, "unfolded")
+        assert len(log_node.children) == 21
         assert log_node.children[-1].data.parts[0][0] == "… 180 more lines"
+        tree.move_cursor(items_node)
+        await pilot.press("space")
+        await until(pilot, lambda: items_node.is_expanded and items_node.children, "opened")
         assert len(items_node.children) == MAX_ITEMS + 1
         assert items_node.children[-1].data.parts[0][0] == f"… {500 - MAX_ITEMS} more"
-        tree.move_cursor(log_node)
-        await pilot.press("space")  # unfold it
-        await until(pilot, lambda: log_node.is_expanded, "the string unfolded")
         unfolded = [line.split("│ ")[-1].strip() for line in lanes_text(panel)]
         start = unfolded.index("├ line 0: all good")
         assert unfolded[start + 1] == "├ line 1: all good"

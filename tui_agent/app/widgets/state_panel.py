@@ -35,6 +35,7 @@ from tui_agent.app.widgets.state_tree import (
     StateTree,
     add_value,
     default_expanded,
+    fill,
     find_node,
 )
 from tui_agent.app.widgets.state_values import (
@@ -284,9 +285,11 @@ class StatePanel(Vertical):
         return path == () or default_expanded(lane, path, value)
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[Row]) -> None:
+        """Remember it open; build its lines if this is its first opening."""
         event.stop()
         if event.node.data is not None:
             self._open[(event.node.data.lane, event.node.data.path)] = True
+            fill(event.node, self._is_open)
 
     def on_tree_node_collapsed(self, event: Tree.NodeCollapsed[Row]) -> None:
         event.stop()

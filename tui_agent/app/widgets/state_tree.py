@@ -42,6 +42,8 @@ class Row:
     lane: str
     path: Path
     parts: list[Part] = field(default_factory=list)
+    value: Any = None  # a closed node's value (a container or a folded string) …
+    unbuilt: bool = False  # … whose lines are built when it is first opened (``fill``)
 
 
 @dataclass
@@ -129,13 +131,26 @@ def add_value(parent: TreeNode[Row], lane: str, value: Any, *, path: Path = (),
     if not is_container(value):
         _add_entry(parent, lane, None, value, path, expanded, budget)
         return
-    items = list(value.items()) if isinstance(value, Mapping) else list(enumerate(value))
+    items = value.items() if isinstance(value, Mapping) else enumerate(value)
     for index, (key, item) in enumerate(items):
         if index >= MAX_ITEMS or budget.left <= 0:
-            more = f"… {len(items) - index} more"
-            parent.add_leaf(more, data=Row(lane, (*path, "…"), [(more, "muted")]))
+            more = f"… {len(value) - index} more"
+            parent.add_leaf(Text(more), data=Row(lane, (*path, "…"), [(more, "muted")]))
             return
         _add_entry(parent, lane, key, item, (*path, key), expanded, budget)
+
+
+def fill(node: TreeNode[Row], expanded: ExpandRule = default_expanded) -> None:
+    """Build the lines of a node opened for the first time (closed nodes are built empty: a
+    big value costs only the lines that were ever opened)."""
+    row = node.data
+    if row is None or not row.unbuilt:
+        return
+    row.unbuilt = False
+    if isinstance(row.value, str):
+        _add_chunks(node, row.lane, row.path, row.value)
+    else:
+        add_value(node, row.lane, row.value, path=row.path, expanded=expanded)
 
 
 def _key_parts(key: Any) -> list[Part]:
@@ -152,58 +167,69 @@ def _add_entry(parent: TreeNode[Row], lane: str, key: Any, item: Any, path: Path
     parts = _key_parts(key)
     if is_container(item):
         parts.append((summary(item), "muted"))
-        row = Row(lane, path, parts)
         if not item or len(path) >= MAX_DEPTH:
             if item:
                 parts.append((" …", "muted"))
-            parent.add_leaf(_plain(parts), data=row)
+            parent.add_leaf(_label(parts), data=Row(lane, path, parts))
             return
-        node = parent.add(_plain(parts), data=row, expand=expanded(lane, path, item))
-        add_value(node, lane, item, path=path, expanded=expanded, budget=budget)
+        is_open = expanded(lane, path, item)
+        row = Row(lane, path, parts, value=item, unbuilt=not is_open)
+        node = parent.add(_label(parts), data=row, expand=is_open)
+        if is_open:
+            add_value(node, lane, item, path=path, expanded=expanded, budget=budget)
         return
     text, role = scalar_text(item)
     room = LINE_CHARS - 2 * len(path) - len(_plain(parts))  # guides take 2 columns a level
     if role != "string" or len(text) <= room:
-        parent.add_leaf(_plain(parts), data=Row(lane, path, [*parts, (text, role)]))
+        parent.add_leaf(_label(parts), data=Row(lane, path, [*parts, (text, role)]))
         return
-    _add_folded(parent, lane, path, parts, str(item), room, expanded, budget)
+    _add_folded(parent, lane, path, parts, str(item), room, expanded)
 
 
 def _add_folded(parent: TreeNode[Row], lane: str, path: Path, parts: list[Part], text: str,
-                room: int, expanded: ExpandRule, budget: Budget) -> None:
-    """A long string: one folded line; its full text (bounded) as the lines under it."""
+                room: int, expanded: ExpandRule) -> None:
+    """A long string: one line folded in its middle; its text (bounded) under it, when open."""
     size = f" {_size(len(text))}" if len(text) > COUNT_CHARS else ""
-    inner = scalar_text(text)[0][1:-1]  # escapes visible
-    shown = '"' + fold_middle(inner, max(MIN_FOLD, room - 4 - len(size))) + '"'  # icon, quotes
-    row = Row(lane, path, [*parts, (shown, "string"), (size, "muted")])
-    node = parent.add(_plain(row.parts), data=row, expand=expanded(lane, path, text))
+    limit = max(MIN_FOLD, room - 4 - len(size))  # the icon and the quotes
+    ends = text if len(text) <= 4 * limit else text[:2 * limit] + text[-2 * limit:]
+    shown = '"' + fold_middle(scalar_text(ends)[0][1:-1], limit) + '"'  # escapes visible
+    is_open = expanded(lane, path, text)
+    row = Row(lane, path, [*parts, (shown, "string"), (size, "muted")], value=text,
+              unbuilt=not is_open)
+    node = parent.add(_label(row.parts), data=row, expand=is_open)
+    if is_open:
+        _add_chunks(node, lane, path, text)
+
+
+def _add_chunks(node: TreeNode[Row], lane: str, path: Path, text: str) -> None:
     pieces, rest = _chunks(text)
     for index, piece in enumerate(pieces):
-        budget.left -= 1
-        node.add_leaf(piece, data=Row(lane, (*path, ("chunk", index)), [(piece, "string")]))
+        node.add_leaf(Text(piece), data=Row(lane, (*path, ("chunk", index)),
+                                            [(piece, "string")]))
     if rest:
-        node.add_leaf(rest, data=Row(lane, (*path, "…"), [(rest, "muted")]))
+        node.add_leaf(Text(rest), data=Row(lane, (*path, "…"), [(rest, "muted")]))
 
 
 def _chunks(text: str) -> tuple[list[str], str | None]:
     """A string's text line by line (long lines wrapped at CHUNK_CHARS, escapes visible, no
-    quotes), at most MAX_CHUNKS pieces; and what was left out (``… 12 more lines``), if any."""
-    lines = text.split("\n")
-    if len(lines) > 1 and not lines[-1]:
-        lines.pop()  # a final newline ends the last line, it does not start one
+    quotes), at most MAX_CHUNKS pieces; and what was left out (``… 12 more lines``), if any.
+    Only what is shown is split and escaped, however big the text."""
+    body = text[:-1] if text.endswith("\n") else text  # a final newline ends the last line
+    lines = body.split("\n", MAX_CHUNKS)  # past MAX_CHUNKS lines, the rest stays one string
+    total = body.count("\n") + 1
     pieces: list[str] = []
-    for index, line in enumerate(lines):
-        shown = scalar_text(line)[0][1:-1]
+    for index, line in enumerate(lines[:MAX_CHUNKS]):
+        shown = scalar_text(line[: MAX_CHUNKS * CHUNK_CHARS + 1])[0][1:-1]
         wrapped = [shown[i:i + CHUNK_CHARS] for i in range(0, len(shown), CHUNK_CHARS)] or [""]
         room = MAX_CHUNKS - len(pieces)
         if len(wrapped) > room:
             pieces.extend(wrapped[:room])
-            if index + 1 < len(lines):
-                return pieces, f"… {len(lines) - index:,} more lines"
-            return pieces, f"… {len(shown) - room * CHUNK_CHARS:,} more chars"
+            if index + 1 < total:
+                return pieces, f"… {total - index:,} more lines"
+            return pieces, f"… {max(1, len(line) - room * CHUNK_CHARS):,} more chars"
         pieces.extend(wrapped)
-        if len(pieces) == MAX_CHUNKS and index + 1 < len(lines):
-            return pieces, f"… {len(lines) - index - 1:,} more lines"
+        if len(pieces) == MAX_CHUNKS and index + 1 < total:
+            return pieces, f"… {total - index - 1:,} more lines"
     return pieces, None
 
 
@@ -216,6 +242,11 @@ def _size(chars: int) -> str:
 
 def _plain(parts: Sequence[Part]) -> str:
     return "".join(text for text, _ in parts)
+
+
+def _label(parts: Sequence[Part]) -> Text:
+    """The node's own label: plain text (never parsed as markup: keys and values are data)."""
+    return Text(_plain(parts))
 
 
 def find_node(root: TreeNode[Row], lane: str, path: Path) -> TreeNode[Row] | None:
