@@ -467,15 +467,20 @@ async def test_a_failed_delivery_shows_its_attempts_and_last_error(
 async def test_f2_shows_and_hides_the_inbox_and_the_palette_has_it(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.panes and app.panes[0].feed.attached, "the pane")
         sidebar = inbox(app)
         assert not sidebar.display
         await pilot.press("f2")
-        assert sidebar.display and app.focused is sidebar.inbox_list
+        await until(pilot, lambda: sidebar.display and app.focused is sidebar.inbox_list,
+                    "the inbox shown and focused")
         app.panes[0].focus_composer()  # shown, the focus elsewhere: f2 focuses it
+        await until(pilot, lambda: app.focused is not None
+                    and app.panes[0] in app.focused.ancestors, "focus in the pane")
         await pilot.press("f2")
-        assert sidebar.display and app.focused is sidebar.inbox_list
+        await until(pilot, lambda: sidebar.display and app.focused is sidebar.inbox_list,
+                    "the inbox focused again")
         await pilot.press("f2")
-        assert not sidebar.display
+        await until(pilot, lambda: not sidebar.display, "the inbox hidden")
         await until(pilot, lambda: app.focused is not None
                     and app.panes[0] in app.focused.ancestors, "focus back in the pane")
         titles = [command.title for command in app.get_system_commands(app.screen)]

@@ -38,12 +38,23 @@ async def reveal_delivery(pane: ThreadPane, record: InboxRecord) -> bool:
         return False
     await _wait(lambda: pane.drained)
     view = pane.transcript_view()
+    await _answers_rendered(view)  # their final heights: the line does not move after
     view.following = False  # no later sync scrolls it back to the end
     await _after_refresh(view, lambda: view.scroll_to_widget(
         widget, animate=False, top=True, immediate=True))  # laid out, after any queued scroll
     _flash(widget)
     pane.show_notice(f"✉ {label} was delivered here")
     return True
+
+
+async def _answers_rendered(view: Widget) -> None:
+    """Until every answer in ``view`` has its final Markdown render (made in a thread)."""
+    from tui_agent.app.widgets.markdown_stream import MarkdownStream
+
+    for stream in view.query(MarkdownStream):
+        if stream.finished:
+            stream.text_lines()  # starts its render if it has not started
+            await asyncio.wait_for(stream.wait_final(), WAIT_S)
 
 
 def _delivery(pane: ThreadPane, notification_id: str) -> Entry | None:

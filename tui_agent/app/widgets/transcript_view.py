@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
@@ -94,10 +95,11 @@ class TranscriptView(VerticalScroll, can_focus=True):
 
     # -- follow mode ---------------------------------------------------------------------------
 
-    def on_mount(self) -> None:
-        # Anchored, Textual keeps the view at the bottom whenever the content grows — also
-        # when an answer's final render changes its height between two syncs.
-        self.anchor()
+    def on_resize(self, event: events.Resize) -> None:
+        """The content grew or shrank (also between two syncs, when an answer's final render
+        changes its height): a following view stays at the end."""
+        if self.following:
+            self.scroll_end(animate=False, immediate=False)
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
@@ -106,8 +108,6 @@ class TranscriptView(VerticalScroll, can_focus=True):
             self.following = at_bottom
             if at_bottom:
                 self.unseen = 0
-            else:
-                self.release_anchor()  # scrolled up (by any means): stay where the user is
             self.post_message(self.FollowChanged(at_bottom))
         if new <= 0 and old > 0:
             self.post_message(self.NearTop())
@@ -116,5 +116,5 @@ class TranscriptView(VerticalScroll, can_focus=True):
         """Jump to the newest output and follow it again."""
         self.following = True
         self.unseen = 0
-        self.anchor()  # scrolls to the end and re-anchors
+        self.scroll_end(animate=False)
         self.post_message(self.FollowChanged(True))
