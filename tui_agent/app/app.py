@@ -43,6 +43,9 @@ def binding_scopes() -> dict[str, list[Any]]:
     from tui_agent.app.screens.confirm import ConfirmScreen
     from tui_agent.app.screens.thread_picker import ThreadPicker
     from tui_agent.app.widgets.composer import Composer
+    from tui_agent.app.widgets.inbox_list import InboxList
+    from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
+    from tui_agent.app.widgets.state_panel import StatePanel
     from tui_agent.app.widgets.thread_pane import ThreadPane
     from tui_agent.app.widgets.tool_call import ToolCall
 
@@ -51,6 +54,8 @@ def binding_scopes() -> dict[str, list[Any]]:
                  *ToolCall.BINDINGS],
         "picker": list(ThreadPicker.BINDINGS),
         "confirm": list(ConfirmScreen.BINDINGS),
+        "inbox": [*InboxSidebar.BINDINGS, *InboxList.BINDINGS],
+        "state": list(StatePanel.BINDINGS),  # escape repeats pane.abort on purpose
     }
 
 
@@ -124,10 +129,10 @@ class TuiAgentApp(App[int]):
             yield Container(id="panes")
         yield Footer()
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         self._load_themes()
         if self._config is not None:
-            self._start(self._config)
+            await self._start(self._config)
         else:
             self.call_after_refresh(self._boot_then_start)  # after the first paint
 
@@ -141,15 +146,15 @@ class TuiAgentApp(App[int]):
             self.exit(return_code=2)
             return
         self._config = config
-        self._start(config)
+        await self._start(config)
 
-    def _start(self, config: AppConfig) -> None:
+    async def _start(self, config: AppConfig) -> None:
         from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
 
         if config.theme and config.theme in self.available_themes:
             self.theme = config.theme
         self._apply_keymap()
-        self.query_one("#main").mount(
+        await self.query_one("#main").mount(
             InboxSidebar(config.agent.memory, pane_threads=self._pane_threads, id="inbox"))
         for resource_id, thread_id in config.threads:
             self.open_pane(resource_id, thread_id)

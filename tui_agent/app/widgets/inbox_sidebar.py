@@ -23,6 +23,8 @@ filter, cursor or count repaints them without a layout. Guarantees:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -147,6 +149,16 @@ class InboxSidebar(Vertical):
                         exit_on_error=False)
         self.set_interval(TICK_S, self._tick)
         self.refresh_view()
+
+    async def on_unmount(self) -> None:
+        """The feed polls until cancelled: it ends with the sidebar (awaited, so an app that
+        exits at once does not leave it running past its loop)."""
+        mine = [worker for worker in self.app.workers if worker.node is self]
+        for worker in mine:
+            worker.cancel()
+        for worker in mine:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(worker.wait(), 2.0)
 
     @property
     def inbox_list(self) -> InboxList:
