@@ -407,6 +407,10 @@ class TuiAgentApp(App[int]):
             yield SystemCommand(title, help_, callback)
         pane = self.focused_pane()
         if pane is not None:
+            yield SystemCommand("Send notification…", "Into this pane's thread, by hand: try "
+                                "the delivery policy", lambda: self.send_by_hand("notification"))
+            yield SystemCommand("Send state update…", "A state lane of this pane's thread",
+                                lambda: self.send_by_hand("state"))
             yield SystemCommand("Abort run", "Abort the focused pane's live run (escape)",
                                 pane.action_abort)
             yield SystemCommand("Detach / attach", "Stop or resume watching this thread "
@@ -426,6 +430,48 @@ class TuiAgentApp(App[int]):
             return
         inbox.display = True
         inbox.action_toggle_scope()
+
+    # -- signals by hand ------------------------------------------------------------------------
+
+    @work(group="send-by-hand", exit_on_error=False)
+    async def send_by_hand(self, kind: str) -> None:
+        """The form, then ``send_notification_signal`` / ``send_state_signal`` into the focused
+        pane's thread; the policy's decision (or the lane's version) shows in the pane."""
+        from tui_agent.app.screens.send_signal import SendSignalScreen
+        from tui_agent.errors import TuiAgentError
+
+        pane = self.focused_pane()
+        if pane is None:
+            return
+        form = await self.push_screen_wait(SendSignalScreen(kind, pane.key))
+        if form is None:
+            return
+        try:
+            pane.show_notice(await self._send_form(form, pane))
+        except TuiAgentError as error:
+            pane.show_notice(f"✗ {error}", error=True)
+
+    async def _send_form(self, form: Any, pane: ThreadPane) -> str:
+        import hashlib
+        import json
+
+        agent = self.config.agent
+        target = {"resource_id": pane.resource_id, "thread_id": pane.thread_id}
+        await agent.memory.create_thread(pane.thread_id, resource_id=pane.resource_id)
+        if form.kind == "notification":
+            outcome = await agent.send_notification_signal(form.fields, **target)
+            decision = outcome["decision"]
+            return f"✉ {decision['action']}: {decision.get('reason', '')}"
+        fields = form.fields
+        key = hashlib.sha1(json.dumps(fields["value"], sort_keys=True).encode()).hexdigest()[:12]
+        signal = {"id": fields["lane"], "mode": "delta" if fields["delta"] else "snapshot",
+                  "cache_key": key, ("delta" if fields["delta"] else "value"): fields["value"]}
+        outcome = await agent.send_state_signal(signal, if_idle={"behavior": "persist"},
+                                                **target)
+        if isinstance(outcome, dict) and outcome.get("skipped"):
+            return f"⟳ {fields['lane']} unchanged"
+        lane = await agent.memory.get_state_lane(pane.thread_id, fields["lane"])
+        return f"⟳ {fields['lane']} → v{lane.version if lane else '?'}"
 
     # -- background work -----------------------------------------------------------------------
 
