@@ -40,8 +40,7 @@ async def reveal_delivery(pane: ThreadPane, record: InboxRecord) -> bool:
     view = pane.transcript_view()
     await _answers_rendered(view)  # their final heights: the line does not move after
     view.following = False  # no later sync scrolls it back to the end
-    await _after_refresh(view, lambda: view.scroll_to_widget(
-        widget, animate=False, top=True, immediate=True))  # laid out, after any queued scroll
+    await _scroll_until_there(view, widget)
     _flash(widget)
     pane.show_notice(f"✉ {label} was delivered here")
     return True
@@ -89,6 +88,18 @@ async def _widget_of(pane: ThreadPane, entry: Entry) -> Widget | None:
 
     await _wait(lambda: mounted() is not None)
     return mounted()
+
+
+async def _scroll_until_there(view: Widget, widget: Widget, tries: int = 5) -> None:
+    """Scroll ``widget`` to the top of ``view`` after a refresh, again while a layout that
+    landed in between (the page paged in, an answer's final height) moved it away."""
+    for _ in range(tries):
+        await _after_refresh(view, lambda: view.scroll_to_widget(
+            widget, animate=False, top=True, immediate=True))
+        await _after_refresh(view, lambda: None)
+        target = min(widget.virtual_region.y, view.max_scroll_y)
+        if abs(view.scroll_y - target) <= 1:
+            return
 
 
 async def _after_refresh(widget: Widget, callback: Callable[[], Any]) -> None:
