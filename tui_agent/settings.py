@@ -100,6 +100,10 @@ class Settings(BaseSettings):
         """Where each value came from: "default", "file PATH", "env" or "flag"."""
         return dict(self._sources)
 
+    def note_sources(self, sources: dict[str, str]) -> None:
+        """Record where each value came from (``load_settings`` does, once)."""
+        self._sources = dict(sources)
+
     def agent(self, agent_id: str) -> AgentSettings | None:
         return next((a for a in self.agents if agent_id in (a.id, a.name)), None)
 
@@ -144,7 +148,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, cwd: Path | None = 
     finally:
         Settings.toml_path = None
     origins = _origins(path, file_values, env_values, given)
-    settings._sources = {name: origins.get(name, "default") for name in Settings.model_fields}
+    settings.note_sources({name: origins.get(name, "default") for name in Settings.model_fields})
     return settings
 
 
