@@ -452,8 +452,7 @@ class TuiAgentApp(App[int]):
             pane.show_notice(f"✗ {error}", error=True)
 
     async def _send_form(self, form: Any, pane: ThreadPane) -> str:
-        import hashlib
-        import json
+        from tui_agent.state.lanes import state_update
 
         agent = self.config.agent
         target = {"resource_id": pane.resource_id, "thread_id": pane.thread_id}
@@ -463,9 +462,7 @@ class TuiAgentApp(App[int]):
             decision = outcome["decision"]
             return f"✉ {decision['action']}: {decision.get('reason', '')}"
         fields = form.fields
-        key = hashlib.sha1(json.dumps(fields["value"], sort_keys=True).encode()).hexdigest()[:12]
-        signal = {"id": fields["lane"], "mode": "delta" if fields["delta"] else "snapshot",
-                  "cache_key": key, ("delta" if fields["delta"] else "value"): fields["value"]}
+        signal = state_update(fields["lane"], fields["value"], delta=fields["delta"])
         outcome = await agent.send_state_signal(signal, if_idle={"behavior": "persist"},
                                                 **target)
         if isinstance(outcome, dict) and outcome.get("skipped"):

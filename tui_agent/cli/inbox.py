@@ -5,7 +5,6 @@ script, through ``send_notification_signal`` / ``send_state_signal``, and print 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from tui_agent.cli.common import build_agent, check_model
 from tui_agent.cli.render import make_console
 from tui_agent.errors import ConfigError
+from tui_agent.state.lanes import state_update
 
 
 async def run_notify(args: argparse.Namespace) -> int:
@@ -48,11 +48,7 @@ async def run_state(args: argparse.Namespace) -> int:
         value = json.loads(args.json)
     except ValueError as error:
         raise ConfigError(f"state: not JSON: {error}") from None
-    mode = "delta" if args.delta else "snapshot"
-    cache_key = args.cache_key or hashlib.sha1(
-        json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
-    signal: dict[str, Any] = {"id": args.lane, "mode": mode, "cache_key": cache_key,
-                              ("delta" if args.delta else "value"): value}
+    signal = state_update(args.lane, value, delta=args.delta, cache_key=args.cache_key)
     agent = build_agent(args)
     try:
         await agent.memory.create_thread(args.thread, resource_id=args.resource)

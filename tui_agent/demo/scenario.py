@@ -10,13 +10,12 @@ Every interval is scaled by ``pace``; all randomness comes from ``random.Random(
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tui_agent.errors import ConfigError, TuiAgentError
+from tui_agent.state.lanes import content_key
 
 DEMO_RESOURCE = "demo"
 DEMO_THREAD = "demo"
@@ -103,7 +102,7 @@ def _fill(value: Any, n: int) -> Any:
 def _lane_signal(lane: str, value: dict[str, Any], patch: dict[str, Any] | None) -> dict[str, Any]:
     """A state signal: a snapshot of ``value`` when ``patch`` is None, else the delta ``patch``.
     Its cache key is a hash of the resulting value, so a change to the same value is skipped."""
-    key = hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+    key = content_key(value)
     if patch is None:
         return {"id": lane, "mode": "snapshot", "value": value, "cache_key": key}
     return {"id": lane, "mode": "delta", "delta": patch, "cache_key": key}

@@ -7,6 +7,7 @@ kept in ``state_lane_history``. A ``delta`` is a JSON Merge Patch (RFC 7396) on 
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import time
@@ -73,6 +74,20 @@ class StateLaneVersion(StateLane):
 # -- reading (mixed into Memory) ------------------------------------------------------------------
 
 _LANE_COLUMNS = "thread_id, lane_id, version, mode, cache_key, value, updated_at"
+
+
+def content_key(value: Any) -> str:
+    """A ``cache_key`` for a JSON value: equal values get equal keys (key order ignored)."""
+    return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def state_update(lane: str, given: Any, *, delta: bool = False,
+                 cache_key: str | None = None) -> dict[str, Any]:
+    """A state signal for ``send_state_signal``: ``given`` is the lane's new value, or with
+    ``delta`` a merge patch on it; its cache key defaults to ``content_key(given)``, so sending
+    the same JSON again is "unchanged"."""
+    return {"id": lane, "mode": "delta" if delta else "snapshot",
+            "cache_key": cache_key or content_key(given), ("delta" if delta else "value"): given}
 
 
 def _lane(row: Any) -> StateLane:
