@@ -9,13 +9,14 @@ file is reported by name and skipped, never fatal. The chosen theme is remembere
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from textual.theme import Theme
+
+from tui_agent.paths import config_dir
 
 SHIPPED_DIR = Path(__file__).parent / "themes"
 DEFAULT_THEME = "tui-agent-dark"
@@ -24,11 +25,6 @@ _THEME_FIELDS = {f.name for f in fields(Theme)}
 
 class ThemeFileError(ValueError):
     """A theme file that cannot be used; the message names the file and the problem."""
-
-
-def config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "tui-agent"
 
 
 def load_theme(path: Path) -> Theme:
