@@ -235,8 +235,14 @@ class TuiAgentApp(App[int]):
     def _focus(self, pane: ThreadPane) -> None:
         for each in self.panes:
             each.focused = each is pane
-        self.call_after_refresh(pane.focus_composer)
+        self.call_after_refresh(self._focus_composer, pane)
         self._update_bar()
+
+    def _focus_composer(self, pane: ThreadPane) -> None:
+        # Panes opened in a burst each schedule this: only the pane still meant to have the focus
+        # takes it, or a late callback would move the focus (and the app's idea of it) back.
+        if pane.focused and pane.is_attached:
+            pane.focus_composer()
 
     def focused_pane(self) -> ThreadPane | None:
         for pane in self.panes:
