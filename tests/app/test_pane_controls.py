@@ -9,6 +9,7 @@ from helpers.app import AppFactory, drained, kinds, pane_of, until
 from helpers.common import Held
 from textual.widgets._toast import Toast
 
+from tui_agent.app.bridge import FIRST_PAGE
 from tui_agent.app.screens.confirm import ConfirmScreen
 from tui_agent.app.widgets.transcript_view import MAX_ENTRIES, TranscriptView
 from tui_agent.app.widgets.waiting_signals import WaitingSignals
@@ -181,6 +182,28 @@ async def test_a_long_thread_opens_with_a_bounded_page_and_pages_older_history_i
         assert older == sorted(older, key=lambda t: int(t.split()[1]))  # in order, no gaps
         numbers = [int(t.split()[1]) for t in older]
         assert numbers == list(range(numbers[0], 1000))
+
+
+async def test_a_pane_that_cannot_scroll_yet_pages_older_history_in_by_itself(
+    make_app: AppFactory,
+) -> None:
+    """A pane opens with one screenful (FIRST_PAGE); in a tall pane that screenful does not
+    fill the view, so there is no top to scroll to: the pane pages the rest in by itself."""
+    app = make_app(threads=[])
+    memory = app.config.agent.memory
+    count = FIRST_PAGE + 10
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
+                for i in range(count)]
+    await memory.save_messages(messages, thread_id="main", resource_id="me")
+    async with app.run_test(size=(100, 120)) as pilot:
+        pane = app.open_pane("me", "main")
+        await until(pilot, lambda: pane.feed.attached, "the pane subscribed")
+        entries = pane.feed.transcript.entries
+        await until(pilot, lambda: len(entries) == count, "the whole thread paged in")
+        await drained(pilot, pane)
+        assert not pane.feed.has_older
+        texts = [e.text for e in pane.feed.transcript.entries]
+        assert texts == [f"m{i}" for i in range(count)]
 
 
 async def test_copy_takes_the_last_answer_and_its_code_block(make_app: AppFactory) -> None:

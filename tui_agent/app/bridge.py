@@ -22,7 +22,8 @@ from textual.message_pump import MessagePump
 from tui_agent.app.transcript import Transcript
 from tui_agent.errors import TuiAgentError
 
-HISTORY_PAGE = 50  # messages mounted when a pane opens, and per page scrolled back
+FIRST_PAGE = 20  # messages mounted when a pane opens: a screenful, so a pane paints fast
+HISTORY_PAGE = 50  # messages paged in per step scrolled back (or until the view can scroll)
 WAITING_POLL_S = 0.5  # how often, while a run is live, signals waiting for it are read
 
 
@@ -91,8 +92,8 @@ class ThreadFeed:
             resource_id=self.resource_id, thread_id=self.thread_id
         )
         await self._read_title()
-        records = await memory.list_messages(self.thread_id, limit=HISTORY_PAGE)
-        self.has_older = len(records) == HISTORY_PAGE
+        records = await memory.list_messages(self.thread_id, limit=FIRST_PAGE)
+        self.has_older = len(records) == FIRST_PAGE
         self.thread_tokens = await _thread_tokens(memory, self.thread_id)
         self.transcript.load_history(records)
         self.attached = True

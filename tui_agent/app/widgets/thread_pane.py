@@ -160,6 +160,8 @@ class ThreadPane(Vertical):
             pruned = await view.sync()
             if pruned:
                 self.feed.has_older = True
+            elif self.feed.has_older:
+                view.call_after_refresh(self._fill_view)
         self._update_header()
         self.query_one(WaitingSignals).show_waiting(self.feed.waiting)
         self._show_unseen(view)
@@ -324,6 +326,13 @@ class ThreadPane(Vertical):
     def on_transcript_view_near_top(self, message: TranscriptView.NearTop) -> None:
         message.stop()
         if self.feed.has_older:
+            self._load_older()
+
+    def _fill_view(self) -> None:
+        """A view that cannot scroll yet could never reach its top to page older history in:
+        page it in now (a pane opens with one screenful, see ``FIRST_PAGE``)."""
+        view = self.query_one(TranscriptView)
+        if self.feed.has_older and view.max_scroll_y == 0 and view.size.height:
             self._load_older()
 
     @work(exclusive=True, group="older")
