@@ -232,7 +232,7 @@ def messages(what: str, count: int) -> list[dict[str, str]]:
     return [{"role": "user", "content": f"{what} message {i}"} for i in range(count)]
 
 
-@pytest.mark.parametrize("after", [40, 90], ids=["in-the-first-page", "paged-in"])
+@pytest.mark.parametrize("after", [40, 90], ids=["a-page-back", "two-pages-back"])
 async def test_enter_opens_the_thread_scrolled_to_where_it_was_delivered(
     make_app: AppFactory, after: int,
 ) -> None:

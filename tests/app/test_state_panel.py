@@ -27,6 +27,7 @@ from tui_agent.app import app as app_module
 from tui_agent.app.app import AppConfig, TuiAgentApp
 from tui_agent.app.widgets import state_panel
 from tui_agent.app.widgets.composer import Composer, Identity
+from tui_agent.app.widgets.key_bar import KeyBar
 from tui_agent.app.widgets.state_panel import StatePanel
 from tui_agent.app.widgets.state_tree import MAX_ITEMS, StateTree
 from tui_agent.app.widgets.state_values import (
@@ -94,8 +95,8 @@ async def shown_panel(pilot: Any, app: TuiAgentApp) -> StatePanel:
 
 
 def footer_keys(app: TuiAgentApp) -> list[str]:
-    """The footer's key descriptions as shown now."""
-    return [str(getattr(key, "description", "")) for key in app.screen.query("FooterKey")]
+    """The key bar's descriptions as shown now."""
+    return [hint.description for hint in app.screen.query_one(KeyBar).hints]
 
 
 def freeze_ages(panel: StatePanel, lane: str, seconds: float) -> None:

@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui_agent.app.theme_files import (
     DEFAULT_THEME,
@@ -28,6 +28,7 @@ from tui_agent.app.theme_files import (
     remember_theme,
     remembered_theme,
 )
+from tui_agent.app.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:  # loaded after the first paint: the panes and the sidebar import the core
     from tui_agent.app.screens.thread_picker import ThreadChoice
@@ -127,7 +128,7 @@ class TuiAgentApp(App[int]):
         yield Static("starting…", id="pane-bar", markup=False)
         with Horizontal(id="main"):
             yield Container(id="panes")
-        yield Footer()
+        yield KeyBar()
 
     async def on_mount(self) -> None:
         self._load_themes()

@@ -81,6 +81,7 @@ class ThreadFeed:
         self._pump: asyncio.Task[None] | None = None
         self._poller: asyncio.Task[None] | None = None
         self._posted = False
+        self._paging = asyncio.Lock()  # one page at a time: each starts where the last ended
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -225,16 +226,19 @@ class ThreadFeed:
         return list(await history(self.thread_id, lane_id, limit=limit))
 
     async def load_older(self) -> int:
-        """Page the messages older than the oldest shown into the top. Returns how many."""
-        before = self.transcript.first_message_id()
-        if before is None or not self.has_older:
-            return 0
-        records = await self.agent.memory.list_messages(
-            self.thread_id, limit=HISTORY_PAGE, before=before
-        )
-        self.has_older = len(records) == HISTORY_PAGE
-        self.transcript.load_history(records, prepend=True)
-        return len(records)
+        """Page the messages older than the oldest shown into the top. Returns how many.
+        Callers (scrolling to the top, a view too short to scroll, the inbox's reveal) may ask
+        at once: the pages are taken one after another, so none is prepended twice."""
+        async with self._paging:
+            before = self.transcript.first_message_id()
+            if before is None or not self.has_older:
+                return 0
+            records = await self.agent.memory.list_messages(
+                self.thread_id, limit=HISTORY_PAGE, before=before
+            )
+            self.has_older = len(records) == HISTORY_PAGE
+            self.transcript.load_history(records, prepend=True)
+            return len(records)
 
 
 def route_label(decision: dict[str, Any], *, queued: bool = False) -> str:
