@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui_agent.signals.model import (
+from tui_agent.signals.data import (
     ACTIVE_BEHAVIORS,
     DEFAULT_TAGS,
     IDLE_BEHAVIORS,
@@ -24,7 +24,7 @@ from tui_agent.signals.model import (
     signal_text,
     unknown_keys_error,
 )
-from tui_agent.signals.render import (
+from tui_agent.signals.elements import (
     attribute_str,
     digest_signal,
     digest_text,
