@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tui_agent._util import as_dict, maybe_await
 from tui_agent.agent.instructions import check_instructions, resolve_instructions
@@ -28,10 +28,11 @@ from tui_agent.agent.runtime import PROCESS_OWNER, ThreadRuntime
 from tui_agent.agent.subscription import ThreadSubscription, subscribe
 from tui_agent.context import RequestContext
 from tui_agent.errors import ConfigError, RequestContextError, ThreadBusyError
+from tui_agent.models.resolve import resolve_model, validate_model_spec
+from tui_agent.notifications import inbox
+from tui_agent.notifications.policy import NotificationsConfig, parse_notifications_config
+from tui_agent.state import lanes
 from tui_agent.tools import Tool, create_tool
-
-if TYPE_CHECKING:
-    from tui_agent.notifications.policy import NotificationsConfig
 
 _EDITOR_FIELDS = ("instructions", "tools")
 
@@ -61,8 +62,6 @@ class Agent:
         notifications: dict[str, Any] | None = None,
         voice: Any = None,
     ) -> None:
-        from tui_agent.models.resolve import validate_model_spec
-
         if not isinstance(name, str) or not name:
             raise ConfigError("Agent needs a name (a non-empty string)")
         self.name = name
@@ -91,7 +90,7 @@ class Agent:
         self.notifications = notifications
         self._parsed_notifications: tuple[Any, NotificationsConfig] | None = None
         if notifications is not None:  # a bad config fails now, not at the first notification
-            self._parsed_notifications = (notifications, _parse_notifications(notifications))
+            self._parsed_notifications = (notifications, parse_notifications_config(notifications))
         self.voice = voice
         self.runtime = self._new_runtime(PROCESS_OWNER)
 
@@ -104,7 +103,7 @@ class Agent:
         raw = self.notifications
         parsed = self._parsed_notifications
         if parsed is None or parsed[0] is not raw:
-            parsed = self._parsed_notifications = (raw, _parse_notifications(raw))
+            parsed = self._parsed_notifications = (raw, parse_notifications_config(raw))
         return parsed[1]
 
     def __copy__(self) -> Agent:
@@ -186,8 +185,6 @@ class Agent:
         return RunPlan(model, system, tools, specs, options, input_messages)
 
     async def _resolve_model(self, context: RequestContext) -> Any:
-        from tui_agent.models.resolve import resolve_model, validate_model_spec
-
         spec = self.model
         if callable(spec) and not hasattr(spec, "stream"):
             spec = await maybe_await(spec(context))
@@ -329,14 +326,10 @@ class Agent:
         return await subscribe(self, resource_id=resource_id, thread_id=thread_id)
 
     async def send_state_signal(self, signal: Any, **target: Any) -> Any:
-        from tui_agent.state.lanes import send_state_signal
-
-        return await send_state_signal(self, signal, **target)
+        return await lanes.send_state_signal(self, signal, **target)
 
     async def send_notification_signal(self, notification: Any, **target: Any) -> Any:
-        from tui_agent.notifications.inbox import send_notification_signal
-
-        return await send_notification_signal(self, notification, **target)
+        return await inbox.send_notification_signal(self, notification, **target)
 
     def local_runs(self) -> list[AgentOutput]:
         """The outputs of this agent's runs that live in this process and are not done."""
@@ -394,12 +387,6 @@ def _input_messages(messages: Any) -> list[dict[str, Any]]:
         else:
             raise ConfigError(f"messages[{index}] must be a string or {{'role', 'content'}}")
     return result
-
-
-def _parse_notifications(raw: Any) -> NotificationsConfig:
-    from tui_agent.notifications.policy import parse_notifications_config
-
-    return parse_notifications_config(raw)
 
 
 def _check_tools(tools: Any) -> Any:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tui_agent.agent.options import RunOptions, parse_run_options
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.run import Run, RunDeps, RunPlan
+from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
 from tui_agent.store.sqlite import EventIn
 
 if TYPE_CHECKING:
@@ -161,14 +162,10 @@ class ThreadRuntime:
         (agents with memory only)."""
         if self.agent.memory is None:
             return
-        from tui_agent.notifications.dispatcher import ensure_dispatcher
-
         ensure_dispatcher(self.agent)
 
     async def stop_dispatcher(self) -> None:
         """Stop the dispatcher, if it runs, and wait for its current pass to end."""
-        from tui_agent.notifications.dispatcher import stop_dispatcher
-
         await stop_dispatcher(self.agent)
 
     # -- settling -----------------------------------------------------------------------------
