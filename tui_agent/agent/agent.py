@@ -92,7 +92,7 @@ class Agent:
         if notifications is not None:  # a bad config fails now, not at the first notification
             self._parsed_notifications = (notifications, parse_notifications_config(notifications))
         self.voice = voice
-        self.runtime = self._new_runtime(PROCESS_OWNER)
+        self.runtime = self._new_runtime(PROCESS_OWNER)  # runs, tasks, lease owner, dispatcher
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, name={self.name!r})"
