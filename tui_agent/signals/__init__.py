@@ -1,4 +1,8 @@
-"""Signals as data: normalisation, validation, routing options and what the model sees."""
+"""Signals as data: normalisation, validation, routing options and what the model sees.
+
+Only data and rendering live here, so ``state`` and ``notifications`` import it without a circle;
+routing and subscriptions, which need an agent, are in ``tui_agent.agent`` (tests/test_layers.py).
+"""
 
 from __future__ import annotations
 
