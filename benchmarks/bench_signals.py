@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers.signal_peer import Peer
 
 from tui_agent import Agent, Memory, SqliteStore
-from tui_agent.signals.subscription import POLL_S
+from tui_agent.agent.subscription import POLL_S
 from tui_agent.testing import ScriptedModel
 
 R = "bench-user"

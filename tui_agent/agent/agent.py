@@ -1,12 +1,14 @@
-"""The Agent: instructions, a model, tools with hooks, memory threads and signals."""
+"""The Agent: instructions, a model, tools with hooks, memory threads and signals.
+
+What the agent has going in this process (runs, background tasks, the lease owner, the
+dispatcher) lives in its :class:`~tui_agent.agent.runtime.ThreadRuntime`; a run gets what it
+needs from the agent as a :class:`~tui_agent.agent.run.RunDeps` bundle.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import socket
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,13 +22,17 @@ from tui_agent.agent.processors import (
     processor_name,
 )
 from tui_agent.agent.result import GenerateResult
-from tui_agent.agent.run import Run, RunPlan
+from tui_agent.agent.router import SignalReceipt, send
+from tui_agent.agent.run import Run, RunDeps, RunPlan
+from tui_agent.agent.runtime import PROCESS_OWNER, ThreadRuntime
+from tui_agent.agent.subscription import ThreadSubscription, subscribe
 from tui_agent.context import RequestContext
 from tui_agent.errors import ConfigError, RequestContextError, ThreadBusyError
+from tui_agent.models.resolve import resolve_model, validate_model_spec
+from tui_agent.notifications import inbox
+from tui_agent.notifications.policy import NotificationsConfig, parse_notifications_config
+from tui_agent.state import lanes
 from tui_agent.tools import Tool, create_tool
-
-# One lease owner per process: a run's lease names the process that runs it.
-PROCESS_OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 _EDITOR_FIELDS = ("instructions", "tools")
 
@@ -56,8 +62,6 @@ class Agent:
         notifications: dict[str, Any] | None = None,
         voice: Any = None,
     ) -> None:
-        from tui_agent.models.resolve import validate_model_spec
-
         if not isinstance(name, str) or not name:
             raise ConfigError("Agent needs a name (a non-empty string)")
         self.name = name
@@ -84,17 +88,49 @@ class Agent:
         self.editor = _check_editor(editor)
         self.scorers = dict(scorers or {})
         self.notifications = notifications
-        if notifications is not None:
-            from tui_agent.notifications.policy import parse_notifications_config
-
-            parse_notifications_config(notifications)
+        self._parsed_notifications: tuple[Any, NotificationsConfig] | None = None
+        if notifications is not None:  # a bad config fails now, not at the first notification
+            self._parsed_notifications = (notifications, parse_notifications_config(notifications))
         self.voice = voice
-        self._owner = PROCESS_OWNER
-        self._runs: dict[str, Run] = {}
-        self._background: set[asyncio.Task[Any]] = set()
+        self.runtime = self._new_runtime(PROCESS_OWNER)  # runs, tasks, lease owner, dispatcher
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, name={self.name!r})"
+
+    @property
+    def notifications_config(self) -> NotificationsConfig:
+        """``notifications=`` parsed; parsed again only once the attribute is replaced."""
+        raw = self.notifications
+        parsed = self._parsed_notifications
+        if parsed is None or parsed[0] is not raw:
+            parsed = self._parsed_notifications = (raw, parse_notifications_config(raw))
+        return parsed[1]
+
+    def __copy__(self) -> Agent:
+        """A shallow copy with its own runtime: sharing one, closing the copy would stop the
+        original's runs and dispatcher."""
+        copied = object.__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        copied.runtime = copied._new_runtime(self.runtime.owner)
+        return copied
+
+    def _new_runtime(self, owner: str) -> ThreadRuntime:
+        return ThreadRuntime(self, plan=self._plan, deps=self._run_deps, owner=owner)
+
+    def _run_deps(self) -> RunDeps:
+        """What a run gets from this agent (built as each run starts)."""
+        return RunDeps(
+            agent=self,
+            agent_id=self.id,
+            agent_name=self.name,
+            memory=self.memory,
+            max_processor_retries=self.max_processor_retries,
+            process_input=self._process_input,
+            process_output_chunk=self._process_output_chunk,
+            process_output=self._process_output,
+            score=self._score,
+            runtime=self.runtime,
+        )
 
     # -- generate / stream --------------------------------------------------------------------
 
@@ -110,7 +146,7 @@ class Agent:
         plan = await self._plan(run_options, _input_messages(messages))
         if run_options.memory is not None:
             await self._take_thread(run_options)
-        return self._launch(plan)
+        return self.runtime.launch(plan)
 
     async def _take_thread(self, options: RunOptions) -> None:
         assert self.memory is not None and options.memory is not None
@@ -119,7 +155,7 @@ class Agent:
             target.thread_id,
             target.resource_id,
             options.run_id,
-            owner=self._owner,
+            owner=self.runtime.owner,
             ttl_s=self.memory.lease_ttl_s,
             agent_id=self.id,
             title=target.title,
@@ -132,7 +168,7 @@ class Agent:
                 f"({active.run_id if active else 'finishing'}); use agent.send_message() to "
                 f"add to it or agent.queue_message() to run after it"
             )
-        self._ensure_dispatcher()
+        self.runtime.ensure_dispatcher()
 
     async def _plan(self, options: RunOptions, input_messages: list[dict[str, Any]]) -> RunPlan:
         """Resolve everything a run needs; bad input raises here, before any model call."""
@@ -148,27 +184,7 @@ class Agent:
         specs = [tool.spec(name) for name, tool in tools.items()]
         return RunPlan(model, system, tools, specs, options, input_messages)
 
-    def _launch(self, plan: RunPlan) -> AgentOutput:
-        output = AgentOutput(plan.options.run_id)
-        run = Run(self, plan, output)
-        self._runs[run.run_id] = run
-        task = asyncio.get_running_loop().create_task(run.execute(), name=f"run {run.run_id}")
-        task.add_done_callback(_retrieve_exception)
-        output.attach(task, run.abort_event)
-        return output
-
-    def _forget_run(self, run: Run) -> None:
-        self._runs.pop(run.run_id, None)
-
-    def _local_run_on(self, thread_id: str) -> Run | None:
-        for run in self._runs.values():
-            if run.thread_id == thread_id:
-                return run
-        return None
-
     async def _resolve_model(self, context: RequestContext) -> Any:
-        from tui_agent.models.resolve import resolve_model, validate_model_spec
-
         spec = self.model
         if callable(spec) and not hasattr(spec, "stream"):
             spec = await maybe_await(spec(context))
@@ -285,8 +301,7 @@ class Agent:
         allowed = self.editor
         if allowed is False and overrides:
             raise ConfigError(f"agent {self.id!r} is locked (editor=False)")
-        edited = copy(self)
-        edited._runs, edited._background = {}, set()
+        edited = copy(self)  # with its own runtime (__copy__)
         if "instructions" in overrides:
             if not allowed.get("instructions", False):
                 raise ConfigError(f"agent {self.id!r} does not allow editing instructions")
@@ -298,70 +313,32 @@ class Agent:
 
     # -- signals, subscriptions, state, notifications -----------------------------------------
 
-    def send_message(self, message: Any, **target: Any) -> Any:
-        from tui_agent.signals.router import send
-
+    def send_message(self, message: Any, **target: Any) -> SignalReceipt:
         return send(self, message, kind="message", **target)
 
-    def queue_message(self, message: Any, **target: Any) -> Any:
-        from tui_agent.signals.router import send
-
+    def queue_message(self, message: Any, **target: Any) -> SignalReceipt:
         return send(self, message, kind="queue", **target)
 
-    def send_signal(self, signal: Any, **target: Any) -> Any:
-        from tui_agent.signals.router import send
-
+    def send_signal(self, signal: Any, **target: Any) -> SignalReceipt:
         return send(self, signal, kind="signal", **target)
 
-    async def subscribe_to_thread(self, *, resource_id: str, thread_id: str) -> Any:
-        from tui_agent.signals.subscription import subscribe
-
+    async def subscribe_to_thread(self, *, resource_id: str, thread_id: str) -> ThreadSubscription:
         return await subscribe(self, resource_id=resource_id, thread_id=thread_id)
 
     async def send_state_signal(self, signal: Any, **target: Any) -> Any:
-        from tui_agent.state.lanes import send_state_signal
-
-        return await send_state_signal(self, signal, **target)
+        return await lanes.send_state_signal(self, signal, **target)
 
     async def send_notification_signal(self, notification: Any, **target: Any) -> Any:
-        from tui_agent.notifications.inbox import send_notification_signal
-
-        return await send_notification_signal(self, notification, **target)
-
-    def _ensure_dispatcher(self) -> None:
-        if self.memory is None:
-            return
-        from tui_agent.notifications.dispatcher import ensure_dispatcher
-
-        ensure_dispatcher(self)
-
-    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
-        """A background task we keep a reference to (asyncio only keeps weak ones)."""
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        task.add_done_callback(_retrieve_exception)
-        return task
-
-    def _start_queued_run(
-        self, thread_id: str | None, resource_id: str | None, run_id: str
-    ) -> None:
-        """A queued message's turn came: run it under the lease we already hold."""
-        from tui_agent.signals.router import start_woken_run
-
-        assert thread_id and resource_id
-        self._spawn(
-            start_woken_run(self, thread_id, resource_id, run_id, {}), name=f"queued run {run_id}"
-        )
+        return await inbox.send_notification_signal(self, notification, **target)
 
     def local_runs(self) -> list[AgentOutput]:
         """The outputs of this agent's runs that live in this process and are not done."""
-        return [run.output for run in self._runs.values() if not run.output.done()]
+        return self.runtime.outputs()
 
     async def wait_for_local_runs(self) -> None:
         """Wait until this process runs nothing for this agent (a queued message's run may
         start here when the one before it ends: that one is waited for too)."""
-        await self._settle(None)
+        await self.runtime.settle(None)
 
     async def close(self, *, timeout: float | None = None) -> list[str]:
         """Wait for this agent's runs in this process to end (those of generate()/stream() too:
@@ -374,55 +351,14 @@ class Agent:
         then (a run or a signal's routing stuck where an abort cannot reach) is cancelled.
         Returns the ids of the runs it had to abort: [] when everything ended in time, as always
         without a timeout."""
-        from tui_agent.notifications.dispatcher import stop_dispatcher
-
+        runtime = self.runtime
         aborted: list[str] = []
-        if not await self._settle(timeout):
-            aborted += await self._stop_work(timeout)
+        if not await runtime.settle(timeout):
+            aborted += await runtime.stop_work(timeout)
         with contextlib.suppress(TimeoutError):  # a dispatcher pass stuck past it is cancelled
-            await asyncio.wait_for(stop_dispatcher(self), timeout)
-        if not await self._settle(timeout):  # a run that the dispatcher's last pass woke
-            aborted += await self._stop_work(timeout)
-        return aborted
-
-    def _pending(self) -> list[asyncio.Task[Any]]:
-        """This agent's work still going in this process: runs starting (woken or queued) and
-        signals being routed, then the runs themselves."""
-        starting = [task for task in self._background if not task.done()]
-        runs = [run.output._task for run in self._runs.values()]
-        return starting + [task for task in runs if task is not None and not task.done()]
-
-    async def _settle(self, timeout: float | None) -> bool:
-        """Wait (never cancelling) until :meth:`_pending` is empty; False if ``timeout`` seconds
-        passed first."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while pending := self._pending():
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                return False
-            await asyncio.wait(pending, timeout=left)
-        return True
-
-    async def _stop_work(self, timeout: float | None) -> list[str]:
-        """Abort the runs still going until nothing is left: a run that starts meanwhile (a
-        queued one, whose turn came when the one before it ended) is aborted too, once it runs
-        (cancelled before, it would keep the thread's lease). After ``timeout`` more seconds,
-        cancel what is left. The ids of the aborted runs."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        aborted: list[str] = []
-        while pending := self._pending():
-            for output in self.local_runs():
-                if output.abort() and output.run_id not in aborted:
-                    aborted.append(output.run_id)
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                for task in pending:
-                    task.cancel()
-                await asyncio.wait(pending, timeout=timeout)
-                break
-            await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait_for(runtime.stop_dispatcher(), timeout)
+        if not await runtime.settle(timeout):  # a run that the dispatcher's last pass woke
+            aborted += await runtime.stop_work(timeout)
         return aborted
 
 
@@ -569,8 +505,3 @@ def _jsonable(value: Any) -> Any:
 
     return json.loads(json.dumps(value, default=str))
 
-
-def _retrieve_exception(task: asyncio.Task[Any]) -> None:
-    # A woken run's failure surfaces on its output; nobody may await the task itself.
-    if not task.cancelled():
-        task.exception()

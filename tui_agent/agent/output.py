@@ -90,6 +90,12 @@ class AgentOutput:
     def done(self) -> bool:
         return self._task is not None and self._task.done()
 
+    @property
+    def task(self) -> asyncio.Task[GenerateResult] | None:
+        """The run's task (None until the run is launched); awaiting ``result()`` is the way
+        to its outcome, this is for waiting on many runs at once."""
+        return self._task
+
 
 class _ResultField:
     """``await output.text`` and friends, as in the reference."""

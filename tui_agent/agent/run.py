@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +32,8 @@ from tui_agent.store.sqlite import EventIn, MessageIn, echo_source, echo_type
 from tui_agent.tools import Tool, ToolContext, ToolInputError
 
 if TYPE_CHECKING:
-    from tui_agent.agent.agent import Agent
     from tui_agent.agent.options import RunOptions
+    from tui_agent.agent.runtime import ThreadRuntime
     from tui_agent.memory import Memory
 
 LOG_FLUSH_S = 0.05  # text deltas reach the log (and other processes) at most this late
@@ -63,15 +64,32 @@ class RunPlan:
     input_messages: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class RunDeps:
+    """What a run needs from its agent, built by the agent when it starts the run (as
+    pydantic-ai's ``GraphAgentDeps``): the run calls these, never the agent's own methods."""
+
+    agent: Any  # given to tools and processors as their context's ``agent``
+    agent_id: str
+    agent_name: str
+    memory: Memory | None
+    max_processor_retries: int
+    process_input: Callable[[list[Any], Run], Awaitable[list[Any]]]
+    process_output_chunk: Callable[[str, Run], Awaitable[str]]
+    process_output: Callable[[str, Run], Awaitable[str]]
+    score: Callable[[Run, GenerateResult], Awaitable[dict[str, Any]]]
+    runtime: ThreadRuntime  # the lease owner, the queued run's start, forgetting the run
+
+
 class Run:
-    def __init__(self, agent: Agent, plan: RunPlan, output: AgentOutput) -> None:
-        self.agent = agent
+    def __init__(self, deps: RunDeps, plan: RunPlan, output: AgentOutput) -> None:
+        self.deps = deps
         self.plan = plan
         self.options = plan.options
         self.output = output
         self.run_id = output.run_id
         self.abort_event = asyncio.Event()
-        self.memory: Memory | None = agent.memory if self.options.memory else None
+        self.memory: Memory | None = deps.memory if self.options.memory else None
         target = self.options.memory
         self.thread_id = target.thread_id if target else None
         self.resource_id = target.resource_id if target else None
@@ -86,7 +104,7 @@ class Run:
         self.accepting_signals = True
         self._finished = False  # the run's end is written and its finish chunk emitted
         self._tool_context = ToolContext(
-            agent=agent,
+            agent=deps.agent,
             run_id=self.run_id,
             resource_id=self.resource_id,
             thread_id=self.thread_id,
@@ -154,10 +172,10 @@ class Run:
             if watcher is not None:
                 watcher.cancel()
             self.output.close()
-            self.agent._forget_run(self)
+            self.deps.runtime.forget(self)
 
     def emit_start(self) -> None:
-        payload = {"run_id": self.run_id, "agent_id": self.agent.id}
+        payload = {"run_id": self.run_id, "agent_id": self.deps.agent_id}
         if self.thread_id:
             payload |= {"thread_id": self.thread_id, "resource_id": self.resource_id}
         self.output.push(
@@ -282,19 +300,19 @@ class Run:
         while True:
             self.emit("step-start", {"step": index})
             # a copy: a processor that edits in place must not rewrite the run's history
-            messages = await self.agent._process_input(list(self.messages), self)
+            messages = await self.deps.process_input(list(self.messages), self)
             outcome = await self._call_model(messages)
             if outcome.calls:
                 return outcome  # not an answer: a result processor must not drop its calls
             try:
-                outcome.text = await self.agent._process_output(outcome.text, self)
+                outcome.text = await self.deps.process_output(outcome.text, self)
                 return outcome
             except RetryStep as retry:
                 retries += 1
-                if retries > self.agent.max_processor_retries:
+                if retries > self.deps.max_processor_retries:
                     raise ProcessorError(
                         f"output processor asked for a retry {retries} times "
-                        f"(max_processor_retries={self.agent.max_processor_retries}): "
+                        f"(max_processor_retries={self.deps.max_processor_retries}): "
                         f"{retry.reason}"
                     ) from None
                 self.messages.append(
@@ -323,7 +341,7 @@ class Run:
                 if event.text:
                     # The answer is what the caller saw: a redacting stream processor must
                     # not leak the original into the result or the stored message.
-                    chunk = await self.agent._process_output_chunk(event.text, self)
+                    chunk = await self.deps.process_output_chunk(event.text, self)
                     if chunk:
                         text.append(chunk)
                         self._partial += chunk
@@ -373,7 +391,7 @@ class Run:
             "tool_name": call.tool_name,
             "input": tool_input,
             "context": context,
-            "metadata": {"agent_id": self.agent.id, "agent_name": self.agent.name},
+            "metadata": {"agent_id": self.deps.agent_id, "agent_name": self.deps.agent_name},
             "tool_call_id": call.tool_call_id,
         }
         hooks = self.options.hooks
@@ -495,7 +513,8 @@ class Run:
     def _start_next(self, outcome: Any) -> None:
         """The store handed this run's lease to the run of a queued message: start it here."""
         if outcome is not None and outcome.next_run_id:
-            self.agent._start_queued_run(self.thread_id, self.resource_id, outcome.next_run_id)
+            runtime = self.deps.runtime
+            runtime.start_queued_run(self.thread_id, self.resource_id, outcome.next_run_id)
 
     def _finish_payload(self, finish_reason: str) -> dict[str, Any]:
         last = self.steps[-1] if self.steps else None
@@ -526,7 +545,7 @@ class Run:
             self.thread_id,
             self.resource_id,
             self.run_id,
-            owner=self.agent._owner,
+            owner=self.deps.runtime.owner,
             status=status,
             finish_reason=finish_reason,
             error=error,
@@ -542,7 +561,7 @@ class Run:
         result = self.result(finish_reason)
         if not self._finished:
             await self._end_finished(finish_reason, force=True)
-        result.scores = await self.agent._score(self, result)
+        result.scores = await self.deps.score(self, result)
         return result
 
     async def _finish_aborted(self) -> GenerateResult:
@@ -593,7 +612,7 @@ class Run:
             await asyncio.sleep(ABORT_POLL_S)
             if time.monotonic() - last_renewal >= renew_every:
                 ours, abort = await store.renew_lease(
-                    self.thread_id, self.run_id, self.agent._owner, ttl
+                    self.thread_id, self.run_id, self.deps.runtime.owner, ttl
                 )
                 last_renewal = time.monotonic()
                 if not ours:

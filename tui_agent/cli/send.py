@@ -79,7 +79,7 @@ async def _drive(agent: Any, output: Any, *, quiet: bool) -> int:
 async def _drain_local_runs(agent: Any, *, quiet: bool) -> None:
     """A queued message's run may have been started here when ours ended: see it through."""
     while True:
-        starting = [task for task in agent._background if not task.done()]
+        starting = agent.runtime.background()
         if starting:  # routing tasks that may be starting a run here
             await asyncio.gather(*starting, return_exceptions=True)
         outputs = agent.local_runs()

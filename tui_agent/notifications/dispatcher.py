@@ -165,6 +165,13 @@ class NotificationDispatcher:
             self._task.cancel()
             self._task = None
 
+    async def stop_and_wait(self) -> None:
+        """Stop, and wait for the current pass to end (when it runs in this loop)."""
+        task = self._task
+        self.stop()
+        if task is not None and task.get_loop() is asyncio.get_running_loop():
+            await asyncio.gather(task, return_exceptions=True)
+
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(self.interval_s)  # what a call sends at once needs no pass
@@ -178,28 +185,25 @@ class NotificationDispatcher:
 
 def ensure_dispatcher(agent: Any) -> NotificationDispatcher | None:
     """Start the agent's dispatcher in the running loop (idempotent). None without memory or
-    outside a running loop."""
+    outside a running loop. The handle lives on the agent's runtime (``agent.runtime``)."""
     if getattr(agent, "memory", None) is None:
         return None
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return None
-    current: NotificationDispatcher | None = getattr(agent, "_tui_dispatcher", None)
+    runtime = agent.runtime
+    current: NotificationDispatcher | None = runtime.dispatcher
     if current is not None and current.running_in(loop):
         return current
     dispatcher = NotificationDispatcher(agent)
     dispatcher.start()
-    agent._tui_dispatcher = dispatcher
+    runtime.dispatcher = dispatcher
     return dispatcher
 
 
 async def stop_dispatcher(agent: Any) -> None:
     """Stop the agent's dispatcher, if it runs, and wait for its current pass to end."""
-    dispatcher: NotificationDispatcher | None = getattr(agent, "_tui_dispatcher", None)
-    if dispatcher is None:
-        return
-    task = dispatcher._task
-    dispatcher.stop()
-    if task is not None and task.get_loop() is asyncio.get_running_loop():
-        await asyncio.gather(task, return_exceptions=True)
+    dispatcher: NotificationDispatcher | None = agent.runtime.dispatcher
+    if dispatcher is not None:
+        await dispatcher.stop_and_wait()

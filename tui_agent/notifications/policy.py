@@ -7,7 +7,6 @@ built-in table (``default_decision``). An entry is an action string or a decisio
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -173,15 +172,12 @@ def parse_notifications_config(raw: Any) -> NotificationsConfig:
 
 
 def agent_config(agent: Any) -> NotificationsConfig:
-    """The parsed ``notifications=`` of an agent, cached on it."""
-    raw = getattr(agent, "notifications", None)
-    cached = getattr(agent, "_tui_notifications_config", None)
-    if cached is not None and cached[0] is raw:
-        return cached[1]
-    config = parse_notifications_config(raw)
-    with contextlib.suppress(AttributeError):  # an agent taking no new attributes: re-parse
-        agent._tui_notifications_config = (raw, config)
-    return config
+    """The parsed ``notifications=`` of an agent (an ``Agent`` caches it: its
+    ``notifications_config``; anything else is parsed each time)."""
+    config = getattr(agent, "notifications_config", None)
+    if isinstance(config, NotificationsConfig):
+        return config
+    return parse_notifications_config(getattr(agent, "notifications", None))
 
 
 def default_decision(priority: str, thread_state: str, now: datetime) -> Decision:

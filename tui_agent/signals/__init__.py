@@ -1,8 +1,12 @@
-"""Signals as data: normalisation, validation, routing options and what the model sees."""
+"""Signals as data: normalisation, validation, routing options and what the model sees.
+
+Only data and rendering live here, so ``state`` and ``notifications`` import it without a circle;
+routing and subscriptions, which need an agent, are in ``tui_agent.agent`` (tests/test_layers.py).
+"""
 
 from __future__ import annotations
 
-from tui_agent.signals.model import (
+from tui_agent.signals.data import (
     ACTIVE_BEHAVIORS,
     DEFAULT_TAGS,
     IDLE_BEHAVIORS,
@@ -24,7 +28,7 @@ from tui_agent.signals.model import (
     signal_text,
     unknown_keys_error,
 )
-from tui_agent.signals.render import (
+from tui_agent.signals.elements import (
     attribute_str,
     digest_signal,
     digest_text,

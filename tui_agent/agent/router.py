@@ -3,6 +3,10 @@
 The call validates everything at once (a bad signal raises and nothing is stored), returns a
 receipt, and routes in the background: the decision — deliver into the live run, wake a new
 run, persist, discard — is one store transaction, so it holds across processes.
+
+It lives above the agent (it spawns and starts runs through the agent's
+:class:`~tui_agent.agent.runtime.ThreadRuntime`); ``tui_agent.signals`` holds only the signal data
+and its rendering. Tested by tests/test_signals_*.py.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tui_agent.agent.options import parse_run_options
 from tui_agent.errors import ConfigError, SignalError
-from tui_agent.signals.model import (
+from tui_agent.signals.data import (
     IfActive,
     IfIdle,
     Signal,
@@ -24,12 +28,11 @@ from tui_agent.signals.model import (
     parse_if_idle,
     parse_target,
 )
-from tui_agent.signals.render import merge_attributes, to_model_message
-from tui_agent.store.sqlite import EventIn, SignalIn
+from tui_agent.signals.elements import merge_attributes, to_model_message
+from tui_agent.store.sqlite import SignalIn
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
-    from tui_agent.agent.output import AgentOutput
 
 
 @dataclass
@@ -41,7 +44,8 @@ class SignalReceipt:
     signal: Signal
     accepted: asyncio.Future[dict[str, Any]]
     persisted: asyncio.Future[None] | None = None
-    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+    #: The background task routing the signal (None for a memoryless agent: routed at once).
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
 def send(
@@ -65,7 +69,7 @@ def send(
     receipt = SignalReceipt(signal, loop.create_future())
     if active.behavior == "persist" or idle.behavior == "persist":
         receipt.persisted = loop.create_future()
-    receipt._task = agent._spawn(
+    receipt.task = agent.runtime.spawn(
         _route(agent, signal, target, active, idle, kind == "queue", receipt),
         name=f"route signal {signal.id}",
     )
@@ -83,7 +87,7 @@ def _send_in_process(
     if queue or active.behavior == "persist":
         what = "queue_message" if queue else "if_active persist"
         raise ConfigError(f"{what} needs memory; {needs_memory}")
-    run = agent._runs.get(target.run_id)
+    run = agent.runtime.run(target.run_id)
     if run is None or run.memory is not None:
         raise SignalError(
             f"no live run {target.run_id!r} of this agent in this process; {needs_memory}"
@@ -136,16 +140,16 @@ async def _decide(
         if_active=active.behavior,
         if_idle=idle.behavior,
         queue=queue,
-        owner=agent._owner,
+        owner=agent.runtime.owner,
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
         echo_when_idle=_signal_in(signal, idle.attributes),
     )
-    agent._ensure_dispatcher()
+    agent.runtime.ensure_dispatcher()
     if result.action == "wake":
         assert result.run_id is not None
-        output = await start_woken_run(
-            agent, thread_id, resource_id, result.run_id, idle.stream_options
+        output = await agent.runtime.start_woken_run(
+            thread_id, resource_id, result.run_id, idle.stream_options
         )
         return {"action": "wake", "run_id": result.run_id, "output": output}
     if result.action == "deliver":
@@ -173,35 +177,6 @@ def _signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
     data = signal.model_dump(mode="json")
     data["attributes"] = merge_attributes(signal.attributes, branch_attributes)
     return SignalIn(signal.id, signal.type, to_model_message(signal, branch_attributes), data)
-
-
-async def start_woken_run(
-    agent: Agent, thread_id: str, resource_id: str, run_id: str, stream_options: dict[str, Any]
-) -> AgentOutput:
-    """Start run ``run_id``, whose lease this process already holds (it won a wake, or a
-    queued message's turn came). Its input is the thread's pending signals. If it cannot even
-    start (a misconfigured agent), the lease is released and the run marked failed."""
-    memory = {"resource": resource_id, "thread": thread_id}
-    options = {**stream_options, "memory": memory, "run_id": run_id}
-    try:
-        run_options = parse_run_options(options, agent.default_options, agent.hooks)
-        plan = await agent._plan(run_options, [])
-    except BaseException as error:
-        assert agent.memory is not None
-        message = f"{type(error).__name__}: {error}"
-        await agent.memory.store.finish_run(
-            thread_id,
-            resource_id,
-            run_id,
-            owner=agent._owner,
-            status="failed",
-            finish_reason="error",
-            error=message,
-            force=True,
-            events=[EventIn("error", {"error": message, "finish_reason": "error"}, run_id)],
-        )
-        raise
-    return agent._launch(plan)
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:

@@ -3,6 +3,10 @@
 In this process, appends wake the subscriber at once; appends by other processes are noticed by
 polling SQLite's ``data_version`` (no table read unless something changed). A subscriber that
 joins mid-run starts at that run's ``start`` event; finished runs are not replayed.
+
+It lives above the agent: ``abort()`` finds a run of this process through the agent's
+:class:`~tui_agent.agent.runtime.ThreadRuntime`. Tested by tests/test_signals_routing.py and
+tests/test_run_end.py.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
+
+from tui_agent.errors import ConfigError
+from tui_agent.signals.data import parse_target
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
@@ -41,7 +48,7 @@ class ThreadSubscription:
 
     def abort(self) -> bool:
         """Abort the thread's live run, in whichever process it runs. True if one was."""
-        local = self.agent._local_run_on(self.thread_id)
+        local = self.agent.runtime.run_on(self.thread_id)
         if local is not None:
             local.abort_event.set()
         flagged = self._store.request_abort_sync(self.thread_id)
@@ -96,9 +103,6 @@ class ThreadSubscription:
 
 
 async def subscribe(agent: Agent, *, resource_id: str, thread_id: str) -> ThreadSubscription:
-    from tui_agent.errors import ConfigError
-    from tui_agent.signals.model import parse_target
-
     parse_target(resource_id=resource_id, thread_id=thread_id)
     if agent.memory is None:
         raise ConfigError("subscribe_to_thread needs memory: Agent(memory=Memory(...))")
@@ -109,7 +113,7 @@ async def subscribe(agent: Agent, *, resource_id: str, thread_id: str) -> Thread
         cursor = active.start_seq - 1
     else:
         cursor = await store.last_event_seq(thread_id)
-    agent._ensure_dispatcher()
+    agent.runtime.ensure_dispatcher()
     return ThreadSubscription(
         agent, resource_id, thread_id, cursor, active.run_id if active else None
     )

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tui_agent.errors import SignalError
-from tui_agent.signals.model import (
+from tui_agent.signals.data import (
     Signal,
     build_signal,
     check_attributes,

@@ -1,0 +1,210 @@
+"""The thread runtime: what one agent has going in this process.
+
+An :class:`~tui_agent.agent.agent.Agent` holds one ``ThreadRuntime``. It owns the agent's live
+runs, the background tasks it keeps references to (routing a signal, starting a woken or queued
+run), the lease owner id this process writes into the store, and the notification dispatcher
+handle. Routing, subscriptions, the dispatcher and the CLI reach the agent's runs only through
+this public interface — never through the agent's private members (ruff ``SLF001``, on for the
+package). Each agent, and each copy of one (``apply_editor_overrides``), has its own runtime, so
+closing a copy never stops the original's work (tests/test_agent_runtime.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from tui_agent.agent.options import RunOptions, parse_run_options
+from tui_agent.agent.output import AgentOutput
+from tui_agent.agent.run import Run, RunDeps, RunPlan
+from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
+from tui_agent.store.sqlite import EventIn
+
+if TYPE_CHECKING:
+    from tui_agent.agent.agent import Agent
+
+# One lease owner per process: a run's lease names the process that runs it.
+PROCESS_OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+Planner = Callable[[RunOptions, list[dict[str, Any]]], Awaitable[RunPlan]]
+
+
+class ThreadRuntime:
+    """The runs, background tasks, lease owner and dispatcher of one agent in this process.
+
+    ``agent`` is the agent it serves (its memory, id, options and hooks are read when needed);
+    ``plan`` resolves a run's model, instructions and tools; ``deps`` builds the bundle a run
+    gets from its agent. Both come from the agent, which keeps them private.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        plan: Planner,
+        deps: Callable[[], RunDeps],
+        owner: str = PROCESS_OWNER,
+    ) -> None:
+        self.agent = agent
+        self._plan = plan
+        self._deps = deps
+        self._owner = owner
+        self._runs: dict[str, Run] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        #: The notification dispatcher running for this agent in this process, if any: set and
+        #: stopped by :mod:`tui_agent.notifications.dispatcher`.
+        self.dispatcher: Any = None
+
+    @property
+    def owner(self) -> str:
+        """The lease owner id this process writes into the store for the runs it runs."""
+        return self._owner
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def launch(self, plan: RunPlan) -> AgentOutput:
+        """Start a planned run as a task of the running loop; its output at once."""
+        output = AgentOutput(plan.options.run_id)
+        run = Run(self._deps(), plan, output)
+        self._runs[run.run_id] = run
+        task = asyncio.get_running_loop().create_task(run.execute(), name=f"run {run.run_id}")
+        task.add_done_callback(_retrieve_exception)
+        output.attach(task, run.abort_event)
+        return output
+
+    def forget(self, run: Run) -> None:
+        """A run ended: it is no longer one of this runtime's live runs."""
+        self._runs.pop(run.run_id, None)
+
+    def run(self, run_id: str) -> Run | None:
+        """The live run ``run_id`` of this agent in this process, if there is one."""
+        return self._runs.get(run_id)
+
+    def run_on(self, thread_id: str) -> Run | None:
+        """The live run of this agent in this process on ``thread_id``, if there is one."""
+        for run in self._runs.values():
+            if run.thread_id == thread_id:
+                return run
+        return None
+
+    def outputs(self) -> list[AgentOutput]:
+        """The outputs of the live runs (not done yet)."""
+        return [run.output for run in self._runs.values() if not run.output.done()]
+
+    async def start_woken_run(
+        self, thread_id: str, resource_id: str, run_id: str, stream_options: dict[str, Any]
+    ) -> AgentOutput:
+        """Start run ``run_id``, whose lease this process already holds (it won a wake, or a
+        queued message's turn came). Its input is the thread's pending signals. If it cannot
+        even start (a misconfigured agent), the lease is released and the run marked failed."""
+        agent = self.agent
+        memory = {"resource": resource_id, "thread": thread_id}
+        options = {**stream_options, "memory": memory, "run_id": run_id}
+        try:
+            run_options = parse_run_options(options, agent.default_options, agent.hooks)
+            plan = await self._plan(run_options, [])
+        except BaseException as error:
+            assert agent.memory is not None
+            message = f"{type(error).__name__}: {error}"
+            await agent.memory.store.finish_run(
+                thread_id,
+                resource_id,
+                run_id,
+                owner=self._owner,
+                status="failed",
+                finish_reason="error",
+                error=message,
+                force=True,
+                events=[EventIn("error", {"error": message, "finish_reason": "error"}, run_id)],
+            )
+            raise
+        return self.launch(plan)
+
+    def start_queued_run(
+        self, thread_id: str | None, resource_id: str | None, run_id: str
+    ) -> None:
+        """A queued message's turn came: run it under the lease this process already holds."""
+        assert thread_id and resource_id
+        self.spawn(
+            self.start_woken_run(thread_id, resource_id, run_id, {}),
+            name=f"queued run {run_id}",
+        )
+
+    # -- background tasks ---------------------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """A background task the runtime keeps a reference to (asyncio only keeps weak ones)
+        until it ends; its exception, if any, is retrieved (it surfaces elsewhere)."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(_retrieve_exception)
+        return task
+
+    def background(self) -> list[asyncio.Task[Any]]:
+        """The background tasks still going: signals being routed, runs starting."""
+        return [task for task in self._background if not task.done()]
+
+    def pending(self) -> list[asyncio.Task[Any]]:
+        """This agent's work still going in this process: runs starting (woken or queued) and
+        signals being routed, then the runs themselves."""
+        runs = [run.output.task for run in self._runs.values()]
+        return self.background() + [task for task in runs if task is not None and not task.done()]
+
+    # -- the dispatcher -----------------------------------------------------------------------
+
+    def ensure_dispatcher(self) -> None:
+        """Start the notification dispatcher in the running loop if it is not running there
+        (agents with memory only)."""
+        if self.agent.memory is None:
+            return
+        ensure_dispatcher(self.agent)
+
+    async def stop_dispatcher(self) -> None:
+        """Stop the dispatcher, if it runs, and wait for its current pass to end."""
+        await stop_dispatcher(self.agent)
+
+    # -- settling -----------------------------------------------------------------------------
+
+    async def settle(self, timeout: float | None) -> bool:
+        """Wait (never cancelling) until :meth:`pending` is empty; False if ``timeout`` seconds
+        passed first."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while pending := self.pending():
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return False
+            await asyncio.wait(pending, timeout=left)
+        return True
+
+    async def stop_work(self, timeout: float | None) -> list[str]:
+        """Abort the runs still going until nothing is left: a run that starts meanwhile (a
+        queued one, whose turn came when the one before it ended) is aborted too, once it runs
+        (cancelled before, it would keep the thread's lease). After ``timeout`` more seconds,
+        cancel what is left. The ids of the aborted runs."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        aborted: list[str] = []
+        while pending := self.pending():
+            for output in self.outputs():
+                if output.abort() and output.run_id not in aborted:
+                    aborted.append(output.run_id)
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                for task in pending:
+                    task.cancel()
+                await asyncio.wait(pending, timeout=timeout)
+                break
+            await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        return aborted
+
+
+def _retrieve_exception(task: asyncio.Task[Any]) -> None:
+    # A woken run's failure surfaces on its output; nobody may await the task itself.
+    if not task.cancelled():
+        task.exception()
