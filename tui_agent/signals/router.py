@@ -25,7 +25,7 @@ from tui_agent.signals.model import (
     parse_target,
 )
 from tui_agent.signals.render import merge_attributes, to_model_message
-from tui_agent.store.sqlite import EventIn, SignalIn
+from tui_agent.store.records import EventIn, SignalIn
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
