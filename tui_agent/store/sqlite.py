@@ -422,11 +422,16 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         target, uri = self._target()
         with sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, uri=uri) as db:
             db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            row = _retry_locked(lambda: db.execute(
-                "UPDATE leases SET abort_requested=1 WHERE thread_id=? AND expires_at>?"
-                " RETURNING run_id",
-                (thread_id, time.time()),
-            ).fetchone())
+            try:
+                row = _retry_locked(lambda: db.execute(
+                    "UPDATE leases SET abort_requested=1 WHERE thread_id=? AND expires_at>?"
+                    " RETURNING run_id",
+                    (thread_id, time.time()),
+                ).fetchone())
+            except sqlite3.OperationalError as error:
+                if "no such table" not in str(error):
+                    raise
+                return None  # a store nothing has used yet has no live run
         return None if row is None else row[0]
 
     async def reap_expired_lease(self, thread_id: str) -> bool:
