@@ -7,6 +7,11 @@ goes into a live run or wakes a new one) are taken inside one such transaction.
 
 Readers in other processes learn about new rows by polling ``PRAGMA data_version`` (cheap: no
 table is read) and then reading the event log past their cursor.
+
+``SqliteStore`` implements ``tui_agent.store.Store``: threads, messages, the event log, runs,
+leases and signals here (their write transactions in ``txn.py``), state lanes in
+``sqlite_lanes.py`` and the inbox in ``sqlite_notifications.py``. Tests: ``tests/test_store.py``
+and the contract, ``tests/test_store_contract.py``.
 """
 
 from __future__ import annotations
