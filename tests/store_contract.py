@@ -47,6 +47,16 @@ async def save(store: Store, rec: NotificationRecord, now: float, **kw: Any) -> 
 class StoreContract:
     """Every test takes ``store``: a fresh, empty store of the kind under test."""
 
+    # -- the store itself -----------------------------------------------------------------------
+
+    async def test_close_is_idempotent_and_the_store_reopens(self, store: Store) -> None:
+        assert isinstance(store.location, str) and store.location
+        await store.ensure_thread(T, R)
+        await store.close()
+        await store.close()
+        thread = await store.ensure_thread("after", R)  # reopened on its next use
+        assert thread.id == "after"
+
     # -- threads, messages, the event log -------------------------------------------------------
 
     async def test_threads_belong_to_one_resource(self, store: Store) -> None:

@@ -11,6 +11,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import pytest
+import store_contract
 from store_contract import StoreContract
 
 from tui_agent.store import Store, open_store
@@ -51,3 +52,11 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 class TestStoreContract(StoreContract):
     pass
+
+
+def test_every_method_of_the_contract_is_exercised() -> None:
+    """A method added to ``Store`` needs a contract test before a second store can rely on it."""
+    members = {name for name in vars(Store) if not name.startswith("_")}
+    source = Path(store_contract.__file__).read_text(encoding="utf-8")
+    untested = sorted(name for name in members if f"store.{name}" not in source)
+    assert not untested, f"no contract test calls Store.{untested}: add one to store_contract.py"

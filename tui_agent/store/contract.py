@@ -176,7 +176,9 @@ class Store(Protocol):
 
     def request_abort_sync(self, thread_id: str) -> str | None:
         """Flag the thread's live run for abort, from plain (non-async) code, committed on
-        return; its owner, in whichever process, stops. Returns the run id, or None."""
+        return; its owner, in whichever process, stops. Returns the run id, or None (no live
+        run). It may be called with the event loop running: a store whose driver is async only
+        runs it on a connection and thread of its own, never on the loop."""
         ...
 
     async def reap_expired_lease(self, thread_id: str) -> bool:
