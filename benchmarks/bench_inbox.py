@@ -41,7 +41,7 @@ from tui_agent import Memory, SqliteStore
 from tui_agent.app.widgets.inbox_filters import InboxQuery, ordered, select
 from tui_agent.app.widgets.inbox_rows import PRIORITY_LOOK, STATUS_LOOK, age_text, row_lines
 from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
-from tui_agent.store.sqlite import new_id
+from tui_agent.store.codec import new_id
 
 SIZE = (160, 48)
 WIDTH = 52

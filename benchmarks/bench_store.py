@@ -21,7 +21,9 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from tui_agent.store.sqlite import EventIn, MessageIn, SqliteStore, dumps, new_id
+from tui_agent.store import SqliteStore
+from tui_agent.store.codec import dumps, new_id
+from tui_agent.store.records import EventIn, MessageIn
 
 R, T, BIG = "bench-user", "bench-thread", "big-thread"
 MESSAGE = {"role": "user", "content": "a short user message, as typed in a terminal"}

@@ -231,6 +231,30 @@ def test_bad_input_is_one_clear_line(db: str, args: list[str], message: str) -> 
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("flag", "env", "message"),
+    [
+        ("postgresql://me:s3cret@db.example/team", None, "PostgreSQL store is not available"),
+        (None, "mysql://host/db", "unknown scheme 'mysql'"),
+    ],
+)
+def test_a_store_url_it_cannot_open_is_one_clear_line(
+    flag: str | None, env: str | None, message: str
+) -> None:
+    db = ["--db", flag] if flag else []
+    code, out, err = run(*db, "send", "--agent", SCRIPTED, "hi",
+                         env={"TUI_AGENT_DB": env} if env else None)
+    assert code == 2, out + err
+    assert message in err and "Traceback" not in err and "s3cret" not in err
+
+
+def test_a_sqlite_url_names_the_file(tmp_path: Path) -> None:
+    file = tmp_path / "by-url.db"
+    code, out, err = run("--db", f"sqlite://{file}", "send", "--agent", SCRIPTED, "hello")
+    assert code == 0, out + err
+    assert stored_messages(str(file))[0][:2] == ("user", "hello")
+
+
 def test_agent_name_picks_one_of_several(db: str) -> None:
     code, out, _ = run("--db", db, "send", "--agent", "tests/helpers/cli_agents.py:pair",
                        "--agent-name", "second", "hi")

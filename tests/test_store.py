@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from tui_agent.errors import StoreError
+from tui_agent.store import SqliteStore
+from tui_agent.store.codec import new_id
+from tui_agent.store.records import EventIn, MessageIn, SignalIn
 from tui_agent.store.schema import SCHEMA_VERSION
-from tui_agent.store.sqlite import EventIn, MessageIn, SignalIn, SqliteStore, new_id
 
 R, T = "user-1", "thread-1"
 OWNER = "test-owner"

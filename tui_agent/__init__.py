@@ -16,7 +16,7 @@ _EXPORTS = {
     "create_tool": "tui_agent.tools",
     "Tool": "tui_agent.tools",
     "Memory": "tui_agent.memory",
-    "SqliteStore": "tui_agent.store.sqlite",
+    "SqliteStore": "tui_agent.store",
     "RequestContext": "tui_agent.context",
 }
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
     from tui_agent.context import RequestContext
     from tui_agent.memory import Memory
-    from tui_agent.store.sqlite import SqliteStore
+    from tui_agent.store import SqliteStore
     from tui_agent.tools import Tool, create_tool
 
 

@@ -6,34 +6,48 @@ the state lanes and the notification inbox (mixins) are all read back from the s
 
 from __future__ import annotations
 
-import asyncio
+import os
 from typing import Any
 
 from tui_agent.errors import ConfigError, StoreError
 from tui_agent.notifications.inbox import InboxMixin
-from tui_agent.notifications.records import COLUMNS as NOTIFICATION_COLUMNS
-from tui_agent.notifications.records import NotificationRecord, row_to_record
+from tui_agent.notifications.records import NotificationRecord
 from tui_agent.settings import current_settings
 from tui_agent.state.lanes import StateLanesMixin
-from tui_agent.store.records import MessageRecord, ThreadRecord
-from tui_agent.store.sqlite import MessageIn, SqliteStore
+from tui_agent.store.contract import NotificationCursor, Store
+from tui_agent.store.records import MessageIn, MessageRecord, ThreadRecord
+from tui_agent.store.url import open_store
 
 DEFAULT_LEASE_TTL_S = 15.0
 VALID_ROLES = {"user", "assistant", "tool", "system"}
-_CHANGED = "max(updated_at, ifnull(summarized_at, 0))"  # an inbox record's last change
-_SLICE = 200  # records built between two yields to the event loop
+
+
+def _as_store(store: Store | str | os.PathLike[str] | None) -> Store:
+    """Any store implementing the contract; a path or URL is opened (``open_store``); None is
+    the default store."""
+    if store is None or isinstance(store, str | os.PathLike):
+        return open_store(store)
+    if not isinstance(store, Store):
+        raise ConfigError(
+            f"Memory(store=...) takes a store (e.g. SqliteStore(path)), a path or a store URL "
+            f"(sqlite:///path); got {type(store).__name__}"
+        )
+    return store
 
 
 class Memory(StateLanesMixin, InboxMixin):
+    """Threads and their messages on a store. ``store``: any ``tui_agent.store.Store``, a path
+    or URL (opened with ``open_store``), or None for the default store."""
+
     def __init__(
         self,
-        store: SqliteStore | None = None,
+        store: Store | str | os.PathLike[str] | None = None,
         *,
         lease_ttl_s: float | None = None,
         lease_renew_s: float | None = None,
         last_messages: int = 20,
     ) -> None:
-        self.store = store if store is not None else SqliteStore()
+        self.store: Store = _as_store(store)
         settings = current_settings() if lease_ttl_s is None or lease_renew_s is None else None
         ttl = lease_ttl_s if lease_ttl_s is not None else settings and settings.lease_ttl_s
         ttl = DEFAULT_LEASE_TTL_S if ttl is None else ttl
@@ -119,12 +133,12 @@ class Memory(StateLanesMixin, InboxMixin):
     async def change_marker(self) -> tuple[int, int]:
         """A value that differs after any write was committed to the store, by this process
         or another: compare it with the last one to know whether to read again. Reads no
-        table (SQLite's ``data_version`` and this store's own commit count)."""
+        table (the store's ``data_version`` and its own commit count)."""
         return await self.store.data_version(), self.store.local_commits
 
     async def notification_changes(
-        self, after: tuple[float, int] | None = None, limit: int = 500
-    ) -> tuple[list[NotificationRecord], tuple[float, int]]:
+        self, after: NotificationCursor | None = None, limit: int = 500
+    ) -> tuple[list[NotificationRecord], NotificationCursor]:
         """Inbox records changed after the cursor ``after`` (None: all of them), oldest change
         first, at most ``limit``; and the cursor to pass next time. A change is anything that
         moves ``updated_at`` (created, merged, delivered, failed, a status set) or
@@ -135,20 +149,7 @@ class Memory(StateLanesMixin, InboxMixin):
         writer that took its timestamp before a later writer committed can land behind the
         cursor: a reader that must see it re-reads from a cursor a little earlier. Rows become
         records a slice at a time, with the event loop free between slices."""
-        changed, rowid = after if after is not None else (-1.0, -1)
-        rows = await self.store.fetchall(
-            f"SELECT rowid, {_CHANGED}, {', '.join(NOTIFICATION_COLUMNS)} FROM notifications"
-            f" WHERE {_CHANGED} > ? OR ({_CHANGED} = ? AND rowid > ?)"
-            f" ORDER BY {_CHANGED}, rowid LIMIT ?",
-            (changed, changed, rowid, limit),
-        )
-        records: list[NotificationRecord] = []
-        for start in range(0, len(rows), _SLICE):  # a big read never holds the loop long
-            if start:
-                await asyncio.sleep(0)
-            records.extend(row_to_record(row[2:]) for row in rows[start:start + _SLICE])
-        cursor = (float(rows[-1][1]), int(rows[-1][0])) if rows else (changed, rowid)
-        return records, cursor
+        return await self.store.notification_changes(after, limit)
 
     async def model_history(
         self, thread_id: str, last_messages: int | None = None

@@ -4,7 +4,7 @@ settings file, which beats the defaults.
 The file is the first of ``./tui-agent.toml`` and ``$XDG_CONFIG_HOME/tui-agent/tui-agent.toml``
 that exists. ``load_settings(flags)`` reads it all once (the command line does, and passes the
 object down); ``current_settings()`` is the same without flags, for library defaults (``Memory()``,
-``SqliteStore()``), cached for as long as the environment and working directory stay the same.
+``open_store()``), cached for as long as the environment and working directory stay the same.
 Nothing else reads ``TUI_AGENT_*`` variables. A bad file or value is one ``ConfigError`` naming
 the file (or variable), the key and what was expected (tests: ``tests/test_settings.py``).
 """
@@ -54,7 +54,7 @@ class Settings(BaseSettings):
                                       env_ignore_empty=True)
     toml_path: ClassVar[Path | None] = None  # the file load_settings chose
 
-    db: str | None = None  # a path or sqlite:/// URL; None: the XDG data dir
+    db: str | None = None  # a path or URL for tui_agent.store.open_store; None: the XDG data dir
     model: str = DEFAULT_MODEL  # the demo agent's model
     resource: str | None = None  # default resource of threads (None: $USER)
     thread: str = "main"

@@ -38,7 +38,7 @@ from tui_agent.app.widgets.state_values import (
     patch_changes,
 )
 from tui_agent.app.widgets.thread_pane import ThreadPane
-from tui_agent.state import lanes as lanes_module
+from tui_agent.store import sqlite_lanes as lanes_module
 from tui_agent.testing import ScriptedModel
 
 MAIN = {"resource_id": "me", "thread_id": "main"}
@@ -408,7 +408,8 @@ class SnapApp(TuiAgentApp):
 
 @pytest.fixture
 def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Lanes are stored at FROZEN_AT; no highlight (it would depend on when the shot is)."""
+    """Lanes are stored (by the SQLite store) at FROZEN_AT; no highlight (it would depend on
+    when the shot is)."""
     monkeypatch.setattr(lanes_module, "time", SimpleNamespace(time=lambda: FROZEN_AT))
     monkeypatch.setattr(state_panel, "HIGHLIGHT_S", 0.0)
 

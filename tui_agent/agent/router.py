@@ -29,7 +29,7 @@ from tui_agent.signals.data import (
     parse_target,
 )
 from tui_agent.signals.elements import merge_attributes, to_model_message
-from tui_agent.store.sqlite import SignalIn
+from tui_agent.store.records import SignalIn
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent

@@ -28,7 +28,7 @@ from tui_agent.agent.result import (
 )
 from tui_agent.errors import ProcessorError
 from tui_agent.models.base import ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
-from tui_agent.store.sqlite import EventIn, MessageIn, echo_source, echo_type
+from tui_agent.store.records import EventIn, MessageIn, echo_source, echo_type
 from tui_agent.tools import Tool, ToolContext, ToolInputError
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from tui_agent.agent.options import RunOptions, parse_run_options
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.run import Run, RunDeps, RunPlan
 from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
-from tui_agent.store.sqlite import EventIn
+from tui_agent.store.records import EventIn
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent

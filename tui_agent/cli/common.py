@@ -48,10 +48,11 @@ def build_agent(args: argparse.Namespace) -> Any:
     else one of the settings' ``[[agents]]`` (``--agent-name`` / ``default_agent``, else the
     first), else the demo agent on the settings' model."""
     from tui_agent.memory import Memory
-    from tui_agent.store.sqlite import SqliteStore
+    from tui_agent.store import open_store
+    from tui_agent.store.location import default_file
 
-    settings = args.settings
-    memory = Memory(store=SqliteStore(args.db), lease_ttl_s=settings.lease_ttl_s,
+    settings = args.settings  # args.db is its db: --db, else $TUI_AGENT_DB, else the file's
+    memory = Memory(store=open_store(args.db or default_file()), lease_ttl_s=settings.lease_ttl_s,
                     lease_renew_s=settings.lease_renew_s)
     if args.agent:
         agent = pick_agent(load_agents(args.agent), args.agent_name, args.agent)
@@ -185,4 +186,4 @@ async def _preload_litellm(model: Any) -> None:
 
 
 def store_path(agent: Any) -> str:
-    return str(getattr(agent.memory.store, "path", agent.memory.store))
+    return str(agent.memory.store.location)

@@ -34,8 +34,8 @@ With no command, the app runs.
 
 _COMMON_EPILOG = """\
 settings: flags > $TUI_AGENT_* > ./tui-agent.toml or ~/.config/tui-agent/tui-agent.toml
-store:   --db PATH, else $TUI_AGENT_DB, else the settings file's db, else
-         $XDG_DATA_HOME/tui-agent/tui-agent.db
+store:   --db PATH (or sqlite:///PATH), else $TUI_AGENT_DB, else the settings file's db,
+         else $XDG_DATA_HOME/tui-agent/tui-agent.db
 thread:  --resource defaults to $USER (or "local"), --thread to "main"
 model:   --model defaults to $TUI_AGENT_MODEL, else local/smollm2 (no key needed)
 agents:  --agent path/to/agents.py:name (or package.module:name) loads your own Agent, a list

@@ -14,6 +14,7 @@ from typing import Any
 from tui_agent.notifications.policy import PRIORITIES, PRIORITY_RANK
 from tui_agent.notifications.records import MAX_DELIVERY_ATTEMPTS, NotificationRecord
 from tui_agent.signals import Signal, digest_signal, notification_signal
+from tui_agent.store.contract import Store
 
 CLAIM_TTL_S = 60.0
 
@@ -79,22 +80,17 @@ async def route(
     return out
 
 
-async def pending_counts(store: Any, thread_id: str) -> tuple[dict[str, int], int, str]:
+async def pending_counts(store: Store, thread_id: str) -> tuple[dict[str, int], int, str]:
     """Per-source counts of the thread's pending records, their total and highest priority."""
-    rows = await store.fetchall(
-        "SELECT source, priority, COUNT(*) FROM notifications WHERE thread_id=? AND"
-        " status='pending' GROUP BY source, priority",
-        (thread_id,),
-    )
     counts: dict[str, int] = {}
     top = 0
-    for source, priority, n in rows:
+    for source, priority, n in await store.pending_notification_counts(thread_id):
         counts[source] = counts.get(source, 0) + n
         top = max(top, PRIORITY_RANK.get(priority, 0))
     return counts, sum(counts.values()), PRIORITIES[top]
 
 
-async def build_digest(store: Any, thread_id: str) -> dict[str, Any] | None:
+async def build_digest(store: Store, thread_id: str) -> dict[str, Any] | None:
     """``<notification-summary pending="N" priority="...">github: 2, ...`` or None if empty."""
     counts, pending, top = await pending_counts(store, thread_id)
     if pending == 0:
@@ -110,61 +106,25 @@ def digest_behavior(priorities: Sequence[str]) -> str:
 
 # -- outcomes (each guarded by the claim) ---------------------------------------------------------
 
-_RELEASE = "claimed_by=NULL, claim_expires_at=NULL"
+
+async def mark_delivered(store: Store, ids: Sequence[str], token: str, now: float) -> None:
+    await store.mark_notifications_delivered(ids, token, now)
 
 
-async def mark_delivered(store: Any, ids: Sequence[str], token: str, now: float) -> None:
-    async with store.transaction() as db:
-        await db.executemany(
-            "UPDATE notifications SET status=CASE WHEN status='pending' THEN 'delivered'"
-            " ELSE status END, delivered_at=?, updated_at=?, deliver_at=NULL, summary_at=NULL,"
-            f" delivery_attempts=delivery_attempts+1, {_RELEASE} WHERE id=? AND claimed_by=?",
-            [(now, now, i, token) for i in ids],
-        )
+async def mark_summarized(store: Store, ids: Sequence[str], token: str, now: float) -> None:
+    await store.mark_notifications_summarized(ids, token, now)
 
 
-async def mark_summarized(store: Any, ids: Sequence[str], token: str, now: float) -> None:
-    async with store.transaction() as db:
-        await db.executemany(
-            f"UPDATE notifications SET summarized_at=?, summary_at=NULL, {_RELEASE}"
-            " WHERE id=? AND claimed_by=?",
-            [(now, i, token) for i in ids],
-        )
-
-
-async def release(store: Any, ids: Sequence[str], token: str) -> None:
-    async with store.transaction() as db:
-        await db.executemany(
-            f"UPDATE notifications SET {_RELEASE} WHERE id=? AND claimed_by=?",
-            [(i, token) for i in ids],
-        )
+async def release(store: Store, ids: Sequence[str], token: str) -> None:
+    await store.release_notifications(ids, token)
 
 
 async def mark_failed_attempt(
-    store: Any, ids: Sequence[str], token: str, error: BaseException, now: float, *, digest: bool
+    store: Store, ids: Sequence[str], token: str, error: BaseException, now: float, *,
+    digest: bool,
 ) -> None:
     """Count a failed send; retry later (the digest or the delivery), or end as ``failed``."""
-    message = f"{type(error).__name__}: {error}"[:2000]
-    retry_column = "summary_at" if digest else "deliver_at"
-    async with store.transaction() as db:
-        for notification_id in ids:
-            rows = await db.execute_fetchall(
-                "SELECT delivery_attempts FROM notifications WHERE id=? AND claimed_by=?",
-                (notification_id, token),
-            )
-            if not rows:
-                continue
-            attempts = rows[0][0] + 1
-            if attempts >= MAX_DELIVERY_ATTEMPTS:
-                await db.execute(
-                    "UPDATE notifications SET status=CASE WHEN status='pending' THEN 'failed'"
-                    " ELSE status END, failed_at=?, updated_at=?, delivery_attempts=?,"
-                    f" last_delivery_error=?, {_RELEASE} WHERE id=?",
-                    (now, now, attempts, message, notification_id),
-                )
-                continue
-            await db.execute(
-                f"UPDATE notifications SET {retry_column}=?, delivery_attempts=?,"
-                f" last_delivery_error=?, updated_at=?, {_RELEASE} WHERE id=?",
-                (now + backoff_s(attempts), attempts, message, now, notification_id),
-            )
+    await store.record_failed_delivery(
+        ids, token, error=f"{type(error).__name__}: {error}"[:2000], now=now, digest=digest,
+        max_attempts=MAX_DELIVERY_ATTEMPTS, retry_at=lambda attempts: now + backoff_s(attempts),
+    )

@@ -1,9 +1,9 @@
 """The dispatcher: sends scheduled digests and deferred or held deliveries once they are due.
 
 It runs as an asyncio task in every process that uses an agent with memory. Several may run on
-one store at once: each pass first *claims* the due records in one ``BEGIN IMMEDIATE``
-transaction (``claimed_by``, ``claim_expires_at``), and every outcome is written only where its
-claim stands, so no record is delivered twice. A claim left by a process that died expires.
+one store at once: each pass first *claims* the due records in one store transaction
+(``claimed_by``, ``claim_expires_at``), and every outcome is written only where its claim stands,
+so no record is delivered twice. A claim left by a process that died expires.
 """
 
 from __future__ import annotations
@@ -18,31 +18,12 @@ from typing import Any
 
 from tui_agent.notifications import delivery
 from tui_agent.notifications.policy import agent_config
-from tui_agent.notifications.records import COLUMNS, NotificationRecord, row_to_record
-from tui_agent.store.sqlite import new_id
+from tui_agent.notifications.records import NotificationRecord
+from tui_agent.store.codec import new_id
+from tui_agent.store.contract import Store
 
 log = logging.getLogger("tui_agent.notifications")
 CLAIM_BATCH = 500
-
-# A record that was summarised (or is waiting for its digest) and has ``deliver_at`` waits for
-# its thread to be idle: "a summary now, the full notification once idle". A live lease = active.
-_CLAIM_SQL = f"""
-UPDATE notifications SET claimed_by=:token, claim_expires_at=:expires
-WHERE id IN (
-  SELECT n.id FROM notifications n
-  WHERE n.status='pending' AND (n.claimed_by IS NULL OR n.claim_expires_at<:real_now)
-    AND (
-      (n.summary_at IS NOT NULL AND n.summary_at<=:now)
-      OR (n.deliver_at IS NOT NULL AND n.deliver_at<=:now AND (
-            (n.summary_at IS NULL AND n.summarized_at IS NULL)
-            OR NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=n.thread_id
-                           AND l.expires_at>:real_now)))
-    )
-  ORDER BY n.created_at LIMIT {CLAIM_BATCH}
-)
-RETURNING {", ".join(COLUMNS)}
-"""
-
 
 def _timestamp(now: float | datetime | None) -> float:
     if now is None:
@@ -54,17 +35,19 @@ def _due(moment: datetime | None, now: float) -> bool:
     return moment is not None and moment.timestamp() <= now
 
 
-async def _claim(store: Any, token: str, now: float) -> list[NotificationRecord]:
+async def _claim(store: Store, token: str, now: float) -> list[NotificationRecord]:
+    """Claim what is due at ``now``; a claim and a lease's liveness go by the real clock. A
+    record summarised (or awaiting its digest) with ``deliver_at`` waits for an idle thread:
+    "a summary now, the full notification once idle"."""
     real_now = time.time()
-    params = {"token": token, "expires": real_now + delivery.CLAIM_TTL_S, "now": now,
-              "real_now": real_now}
-    async with store.transaction() as db:
-        rows = await db.execute_fetchall(_CLAIM_SQL, params)
-    return [row_to_record(row) for row in rows]
+    return await store.claim_due_notifications(
+        token, due_at=now, now=real_now, expires_at=real_now + delivery.CLAIM_TTL_S,
+        limit=CLAIM_BATCH,
+    )
 
 
 async def _deliver(
-    agent: Any, store: Any, records: list[NotificationRecord], token: str, now: float,
+    agent: Any, store: Store, records: list[NotificationRecord], token: str, now: float,
     report: dict[str, int],
 ) -> set[str]:
     """Full deliveries of the records whose ``deliver_at`` is due. Returns the ids handled."""
@@ -90,7 +73,7 @@ async def _deliver(
 
 
 async def _digest(
-    agent: Any, store: Any, thread_id: str, records: list[NotificationRecord], token: str,
+    agent: Any, store: Store, thread_id: str, records: list[NotificationRecord], token: str,
     now: float, report: dict[str, int],
 ) -> None:
     """One digest for the thread, covering every due summary of this pass."""

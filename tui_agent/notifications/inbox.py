@@ -22,15 +22,11 @@ from tui_agent.notifications.policy import (
     agent_config,
     decide,
 )
-from tui_agent.notifications.records import (
-    SELECT,
-    STATUSES,
-    NotificationRecord,
-    fetch_record,
-    row_to_record,
-)
+from tui_agent.notifications.records import STATUSES, NotificationRecord
 from tui_agent.signals import check_attributes, parse_if_idle, parse_target, unknown_keys_error
-from tui_agent.store.sqlite import dumps, new_id
+from tui_agent.store.codec import new_id
+from tui_agent.store.contract import Store
+from tui_agent.store.records import to_datetime
 
 _KEYS = frozenset({
     "source", "kind", "summary", "priority", "payload", "dedupe_key", "coalesce_key",
@@ -45,20 +41,18 @@ _RESERVED_ATTRIBUTES = ("id", "source", "kind", "priority")
 class InboxMixin:
     """The inbox API of ``Memory`` (needs ``self.store``)."""
 
-    store: Any
+    store: Store
 
     async def get_notification(self, notification_id: str) -> NotificationRecord | None:
-        return await fetch_record(self.store, notification_id)
+        return await self.store.get_notification(notification_id)
 
     async def list_notifications(
         self, thread_id: str | None = None, status: str | None = None, limit: int = 50
     ) -> list[NotificationRecord]:
         """Newest first (by last change: a merge brings a record back to the top)."""
-        where, params = _filters(thread_id, status)
-        rows = await self.store.fetchall(
-            f"{SELECT}{where} ORDER BY updated_at DESC, rowid DESC LIMIT ?", (*params, limit)
-        )
-        return [row_to_record(row) for row in rows]
+        _check_status(status)
+        return await self.store.list_notifications(thread_id=thread_id, status=status,
+                                                   limit=limit)
 
     async def search_notifications(
         self, query: str, thread_id: str | None = None, limit: int = 50
@@ -66,16 +60,7 @@ class InboxMixin:
         """Records whose summary, kind or source contains ``query`` (any case), newest first."""
         if not isinstance(query, str):
             raise TypeError(f"query must be a string, got {type(query).__name__}")
-        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        where, params = _filters(thread_id, None)
-        clause = "(summary LIKE ? ESCAPE '\\' OR kind LIKE ? ESCAPE '\\'" \
-                 " OR source LIKE ? ESCAPE '\\')"
-        where = f"{where} AND {clause}" if where else f" WHERE {clause}"
-        rows = await self.store.fetchall(
-            f"{SELECT}{where} ORDER BY updated_at DESC, rowid DESC LIMIT ?",
-            (*params, pattern, pattern, pattern, limit),
-        )
-        return [row_to_record(row) for row in rows]
+        return await self.store.search_notifications(query, thread_id=thread_id, limit=limit)
 
     async def mark_notification_seen(self, notification_id: str) -> NotificationRecord:
         return await self._set_status(notification_id, "seen")
@@ -87,31 +72,16 @@ class InboxMixin:
         return await self._set_status(notification_id, "archived")
 
     async def _set_status(self, notification_id: str, status: str) -> NotificationRecord:
-        now = time.time()
-        async with self.store.transaction() as db:
-            cursor = await db.execute(
-                f"UPDATE notifications SET status=?, {status}_at=?, updated_at=?,"
-                " summary_at=NULL, deliver_at=NULL WHERE id=?",
-                (status, now, now, notification_id),
-            )
-            if cursor.rowcount == 0:
-                raise StoreError(f"no notification {notification_id!r}")
-        record = await fetch_record(self.store, notification_id)
+        if not await self.store.set_notification_status(notification_id, status, time.time()):
+            raise StoreError(f"no notification {notification_id!r}")
+        record = await self.store.get_notification(notification_id)
         assert record is not None
         return record
 
 
-def _filters(thread_id: str | None, status: str | None) -> tuple[str, list[Any]]:
-    clauses, params = [], []
-    if thread_id is not None:
-        clauses.append("thread_id=?")
-        params.append(thread_id)
-    if status is not None:
-        if status not in STATUSES:
-            raise ValueError(f"unknown notification status {status!r}; statuses: {STATUSES}")
-        clauses.append("status=?")
-        params.append(status)
-    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+def _check_status(status: str | None) -> None:
+    if status is not None and status not in STATUSES:
+        raise ValueError(f"unknown notification status {status!r}; statuses: {STATUSES}")
 
 
 # -- validation -----------------------------------------------------------------------------------
@@ -171,23 +141,13 @@ def validate_notification(raw: Any) -> dict[str, Any]:
 
 # -- storing --------------------------------------------------------------------------------------
 
-_MERGE_SQL = (
-    f"{SELECT} WHERE thread_id=? AND status='pending' AND source=? AND kind=?"
-    " AND ((dedupe_key IS NOT NULL AND dedupe_key=?) OR (coalesce_key IS NOT NULL AND"
-    " coalesce_key=?)) AND (claimed_by IS NULL OR claim_expires_at<?)"
-    " ORDER BY updated_at DESC LIMIT 1"
-)
-
-
-async def _merge_target(store: Any, thread_id: str, item: dict[str, Any]) -> Any:
+async def _merge_target(store: Store, thread_id: str, item: dict[str, Any]) -> Any:
     if item["dedupe_key"] is None and item["coalesce_key"] is None:
         return None
-    row = await store.fetchone(
-        _MERGE_SQL,
-        (thread_id, item["source"], item["kind"], item["dedupe_key"], item["coalesce_key"],
-         time.time()),
+    return await store.find_notification_to_merge(
+        thread_id, source=item["source"], kind=item["kind"], dedupe_key=item["dedupe_key"],
+        coalesce_key=item["coalesce_key"], now=time.time(),
     )
-    return None if row is None else row_to_record(row)
 
 
 def _candidate(
@@ -212,66 +172,37 @@ def _candidate(
     })
 
 
-def _ts(value: datetime | None) -> float | None:
-    return None if value is None else value.timestamp()
-
-
 def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
     return min((x for x in (a, b) if x is not None), default=None)
 
 
-_INSERT_SQL = (
-    "INSERT INTO notifications(id, thread_id, resource_id, source, kind, priority, status,"
-    " summary, payload, dedupe_key, coalesce_key, coalesced_count, attributes, metadata,"
-    " created_at, updated_at, discarded_at, deliver_at, summary_at, claimed_by,"
-    " claim_expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
-_MERGE_UPDATE_SQL = (
-    "UPDATE notifications SET summary=?, priority=?, payload=?, coalesced_count=coalesced_count+1,"
-    " attributes=?, metadata=?, dedupe_key=?, coalesce_key=?, updated_at=?, status=?,"
-    " discarded_at=?, deliver_at=?, summary_at=?, claimed_by=?, claim_expires_at=?"
-    " WHERE id=? AND status='pending' AND (claimed_by IS NULL OR claim_expires_at<?)"
-)
-
-
 async def _store(
-    store: Any, rec: NotificationRecord, decision: Decision, merged: bool, token: str | None
+    store: Store, rec: NotificationRecord, decision: Decision, merged: bool, token: str | None
 ) -> NotificationRecord:
     """Insert or merge ``rec`` with the decision's schedule, in one transaction. ``token`` claims
     it for an immediate send. A merge target taken meanwhile makes this a new record."""
     now = time.time()
-    status = "discarded" if decision.action == "discard" else "pending"
-    discarded_at = now if status == "discarded" else None
-    summary_at = _earliest(rec.summary_at if merged else None, decision.summary_at)
-    deliver_at = _earliest(rec.deliver_at if merged else None, decision.deliver_at)
-    claim = (token, now + delivery.CLAIM_TTL_S if token else None)
-    common = (dumps(rec.attributes), dumps(rec.metadata))
-    async with store.transaction() as db:
-        if merged:
-            cursor = await db.execute(_MERGE_UPDATE_SQL, (
-                rec.summary, rec.priority, dumps(rec.payload), *common, rec.dedupe_key,
-                rec.coalesce_key, now, status, discarded_at, _ts(deliver_at), _ts(summary_at),
-                *claim, rec.id, now,
-            ))
-            if cursor.rowcount == 1:
-                return rec
-            rec = rec.model_copy(update={"id": new_id(), "coalesced_count": 1})
-        await db.execute(_INSERT_SQL, (
-            rec.id, rec.thread_id, rec.resource_id, rec.source, rec.kind, rec.priority, status,
-            rec.summary, dumps(rec.payload), rec.dedupe_key, rec.coalesce_key, 1, *common,
-            now, now, discarded_at, _ts(deliver_at), _ts(summary_at), *claim,
-        ))
-    return rec
+    discarded = decision.action == "discard"
+    scheduled = rec.model_copy(update={
+        "status": "discarded" if discarded else "pending",
+        "discarded_at": to_datetime(now) if discarded else None,
+        "summary_at": _earliest(rec.summary_at if merged else None, decision.summary_at),
+        "deliver_at": _earliest(rec.deliver_at if merged else None, decision.deliver_at),
+    })
+    return await store.save_notification(
+        scheduled, merge=merged, now=now, claim_token=token,
+        claim_expires_at=now + delivery.CLAIM_TTL_S if token else None,
+    )
 
 
 # -- sending --------------------------------------------------------------------------------------
 
 
-async def _thread_state(store: Any, thread_id: str) -> str:
+async def _thread_state(store: Store, thread_id: str) -> str:
     return "active" if await store.active_run(thread_id) is not None else "idle"
 
 
-async def _resolve_target(store: Any, run_id: Any, resource_id: Any, thread_id: Any) -> tuple[
+async def _resolve_target(store: Store, run_id: Any, resource_id: Any, thread_id: Any) -> tuple[
     str, str
 ]:
     target = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
@@ -293,7 +224,7 @@ def _immediate(decision: Decision) -> str | None:
 
 
 async def _act(
-    agent: Any, store: Any, rec: NotificationRecord, decision: Decision, token: str,
+    agent: Any, store: Store, rec: NotificationRecord, decision: Decision, token: str,
     if_idle: dict[str, Any],
 ) -> dict[str, Any]:
     """Send what the decision asks for now; a failed send is scheduled for the dispatcher."""
@@ -327,23 +258,15 @@ async def _act(
     return out
 
 
-async def _claim_due_summaries(store: Any, thread_id: str, token: str, now: float) -> None:
+async def _claim_due_summaries(store: Store, thread_id: str, token: str, now: float) -> None:
     """An immediate digest covers every pending record of the thread: those whose own digest
     was due are taken with it, so the dispatcher does not send another one for them."""
-    async with store.transaction() as db:
-        await db.execute(
-            "UPDATE notifications SET claimed_by=?, claim_expires_at=? WHERE thread_id=? AND"
-            " status='pending' AND summary_at IS NOT NULL AND summary_at<=? AND"
-            " (claimed_by IS NULL OR claim_expires_at<?)",
-            (token, now + delivery.CLAIM_TTL_S, thread_id, now, now),
-        )
+    await store.claim_due_summaries(thread_id, token, now=now,
+                                    expires_at=now + delivery.CLAIM_TTL_S)
 
 
-async def _claimed_ids(store: Any, thread_id: str, token: str) -> list[str]:
-    rows = await store.fetchall(
-        "SELECT id FROM notifications WHERE thread_id=? AND claimed_by=?", (thread_id, token)
-    )
-    return [row[0] for row in rows]
+async def _claimed_ids(store: Store, thread_id: str, token: str) -> list[str]:
+    return await store.claimed_notification_ids(thread_id, token)
 
 
 async def send_notification_signal(
@@ -396,14 +319,14 @@ async def send_notification_signal(
 
 
 async def _store_and_act(
-    agent: Any, store: Any, rec: NotificationRecord, merged: bool, decision: Decision,
+    agent: Any, store: Store, rec: NotificationRecord, merged: bool, decision: Decision,
     if_idle: dict[str, Any],
 ) -> dict[str, Any]:
     # A record sent by this call is claimed as it is stored: the dispatcher leaves it alone.
     token = f"inline:{new_id()}" if _immediate(decision) else None
     rec = await _store(store, rec, decision, merged, token)
     if token is None:
-        return {"record": await fetch_record(store, rec.id), "decision": decision}
+        return {"record": await store.get_notification(rec.id), "decision": decision}
     out = await _act(agent, store, rec, decision, token, if_idle)
-    record = await fetch_record(store, rec.id)
+    record = await store.get_notification(rec.id)
     return {"record": record, "decision": decision, **out}

@@ -1,8 +1,9 @@
 """State lanes: a thread's named channels of changing context (browser, editor, watcher...).
 
-Each lane keeps its current value materialised in ``state_lanes`` (the last snapshot with every
-delta since applied), so reading a lane is one row whatever its history; every version is also
-kept in ``state_lane_history``. A ``delta`` is a JSON Merge Patch (RFC 7396) on the value.
+The store keeps each lane's current value materialised (the last snapshot with every delta
+since applied), so reading a lane is one row whatever its history, and every version in the
+lane's history (``Store.put_state_lane``). A ``delta`` is a JSON Merge Patch (RFC 7396) on the
+value. Tests: ``tests/test_state_lanes.py``.
 """
 
 from __future__ import annotations
@@ -10,10 +11,8 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import time
 from collections.abc import Mapping
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from tui_agent.errors import ConfigError, SignalError
 from tui_agent.signals import (
@@ -25,9 +24,10 @@ from tui_agent.signals import (
     parse_target,
     unknown_keys_error,
 )
-from tui_agent.store.records import Record, to_datetime
+from tui_agent.store.codec import dumps
+from tui_agent.store.contract import Store
+from tui_agent.store.records import StateLane, StateLaneVersion
 
-LaneMode = Literal["snapshot", "delta"]
 MODES: tuple[str, ...] = ("snapshot", "delta")
 _STATE_KEYS = frozenset(
     {"id", "cache_key", "contents", "mode", "value", "delta", "attributes", "metadata", "tag_name"}
@@ -52,29 +52,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-class StateLane(Record):
-    """A lane as of its current version."""
-
-    thread_id: str
-    id: str
-    version: int
-    mode: LaneMode
-    cache_key: str
-    value: Any = None
-    updated_at: datetime
-
-
-class StateLaneVersion(StateLane):
-    """One entry of a lane's history: the lane as of ``version``, plus the delta that made it."""
-
-    delta: Any = None
-    contents: str | None = None
-
-
 # -- reading (mixed into Memory) ------------------------------------------------------------------
-
-_LANE_COLUMNS = "thread_id, lane_id, version, mode, cache_key, value, updated_at"
-
 
 def content_key(value: Any) -> str:
     """A ``cache_key`` for a JSON value: equal values get equal keys (key order ignored)."""
@@ -90,53 +68,22 @@ def state_update(lane: str, given: Any, *, delta: bool = False,
             "cache_key": cache_key or content_key(given), ("delta" if delta else "value"): given}
 
 
-def _lane(row: Any) -> StateLane:
-    return StateLane(
-        thread_id=row[0], id=row[1], version=row[2], mode=row[3], cache_key=row[4],
-        value=_loads(row[5]), updated_at=to_datetime(row[6]),
-    )
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 class StateLanesMixin:
     """The state-lane reading API of ``Memory`` (needs ``self.store``)."""
 
-    store: Any
+    store: Store
 
     async def list_state_lanes(self, thread_id: str) -> list[StateLane]:
-        rows = await self.store.fetchall(
-            f"SELECT {_LANE_COLUMNS} FROM state_lanes WHERE thread_id=? ORDER BY lane_id",
-            (thread_id,),
-        )
-        return [_lane(row) for row in rows]
+        return await self.store.list_state_lanes(thread_id)
 
     async def get_state_lane(self, thread_id: str, lane_id: str) -> StateLane | None:
-        row = await self.store.fetchone(
-            f"SELECT {_LANE_COLUMNS} FROM state_lanes WHERE thread_id=? AND lane_id=?",
-            (thread_id, lane_id),
-        )
-        return None if row is None else _lane(row)
+        return await self.store.get_state_lane(thread_id, lane_id)
 
     async def state_lane_history(
         self, thread_id: str, lane_id: str, limit: int = 50
     ) -> list[StateLaneVersion]:
         """The lane's versions, newest first."""
-        rows = await self.store.fetchall(
-            f"SELECT {_LANE_COLUMNS}, delta, contents FROM state_lane_history"
-            " WHERE thread_id=? AND lane_id=? ORDER BY version DESC LIMIT ?",
-            (thread_id, lane_id, limit),
-        )
-        return [
-            StateLaneVersion(**_lane(row).model_dump(), delta=_loads(row[7]), contents=row[8])
-            for row in rows
-        ]
+        return await self.store.state_lane_history(thread_id, lane_id, limit)
 
 
 # -- sending --------------------------------------------------------------------------------------
@@ -208,7 +155,7 @@ class _StateIn:
         self.metadata = dict(metadata or {})
         payload = self.value if self.mode == "snapshot" else self.delta
         contents = state.get("contents")
-        self.contents = check_contents(_dumps(payload) if contents is None else contents,
+        self.contents = check_contents(dumps(payload) if contents is None else contents,
                                        "state contents")
 
     def signal(self, version: int) -> dict[str, Any]:
@@ -228,7 +175,7 @@ async def resolve_receipt(value: Any) -> Any:
     return value
 
 
-async def _resolve_thread(store: Any, run_id: Any, resource_id: Any, thread_id: Any) -> str:
+async def _resolve_thread(store: Store, run_id: Any, resource_id: Any, thread_id: Any) -> str:
     target = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
     if target.thread_id is not None:
         thread = await store.get_thread(target.thread_id)
@@ -248,38 +195,17 @@ async def _resolve_thread(store: Any, run_id: Any, resource_id: Any, thread_id: 
     return str(run.thread_id)
 
 
-async def _store_version(store: Any, thread_id: str, state: _StateIn) -> int | None:
-    """Apply the signal to the lane in one transaction: the new version, or None if unchanged."""
-    now = time.time()
-    async with store.transaction() as db:
-        rows = await db.execute_fetchall(
-            "SELECT version, mode, cache_key, value FROM state_lanes"
-            " WHERE thread_id=? AND lane_id=?",
-            (thread_id, state.lane_id),
-        )
-        if rows and rows[0][1] == state.mode and rows[0][2] == state.cache_key:
-            return None
-        version = rows[0][0] + 1 if rows else 1
-        if state.mode == "snapshot":
-            value = state.value
-        else:  # a delta on a lane with no snapshot yet starts from {}
-            value = merge_patch(_loads(rows[0][3]) if rows else {}, state.delta)
-        value_json = _dumps(value)
-        await db.execute(
-            "INSERT INTO state_lanes(thread_id, lane_id, version, mode, cache_key, value,"
-            " updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(thread_id, lane_id) DO UPDATE SET"
-            " version=excluded.version, mode=excluded.mode, cache_key=excluded.cache_key,"
-            " value=excluded.value, updated_at=excluded.updated_at",
-            (thread_id, state.lane_id, version, state.mode, state.cache_key, value_json, now),
-        )
-        contents = state.contents if isinstance(state.contents, str) else _dumps(state.contents)
-        await db.execute(
-            "INSERT INTO state_lane_history(thread_id, lane_id, version, mode, cache_key, value,"
-            " delta, contents, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
-            (thread_id, state.lane_id, version, state.mode, state.cache_key, value_json,
-             None if state.mode == "snapshot" else _dumps(state.delta), contents, now),
-        )
-    return version
+async def _store_version(store: Store, thread_id: str, state: _StateIn) -> int | None:
+    """Apply the signal to the lane in one transaction: the new version, or None if unchanged.
+    A delta on a lane with no snapshot yet starts from {}."""
+    def new_value(current: Any) -> Any:
+        return state.value if state.mode == "snapshot" else merge_patch(current, state.delta)
+
+    contents = state.contents if isinstance(state.contents, str) else dumps(state.contents)
+    return await store.put_state_lane(
+        thread_id, state.lane_id, mode=state.mode, cache_key=state.cache_key,
+        new_value=new_value, delta=state.delta, contents=contents,
+    )
 
 
 async def send_state_signal(
@@ -321,6 +247,6 @@ async def send_state_signal(
         agent.send_signal(parsed.signal(version), **target, if_active=if_active, if_idle=if_idle)
     )
     accepted = await receipt.accepted
-    lane = await StateLanesMixin.get_state_lane(memory, thread, parsed.lane_id)
+    lane = await store.get_state_lane(thread, parsed.lane_id)
     return {"skipped": False, "version": version, "lane": lane, "signal": receipt.signal,
             "accepted": accepted, "receipt": receipt}

@@ -1,11 +1,18 @@
-"""Typed rows the store returns. Every time is a timezone-aware UTC datetime."""
+"""Every record a store takes or returns, independent of the store behind it (SQLite today,
+PostgreSQL next): the rows it returns (pydantic, every time a timezone-aware UTC datetime) and
+the plain records it is given (``EventIn``, ``MessageIn``, ``SignalIn``). The contract they
+belong to is ``tui_agent.store.contract.Store``; ``tests/test_store_contract.py`` checks it.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from tui_agent.store.codec import new_id
 
 
 def to_datetime(ts: float | None) -> datetime | None:
@@ -64,3 +71,134 @@ class ActiveRun(Record):
     start_seq: int | None
     expires_at: datetime
     abort_requested: bool = False
+
+
+# -- the state lanes ----------------------------------------------------------------------------
+
+LaneMode = Literal["snapshot", "delta"]
+
+
+class StateLane(Record):
+    """A lane as of its current version."""
+
+    thread_id: str
+    id: str
+    version: int
+    mode: LaneMode
+    cache_key: str
+    value: Any = None
+    updated_at: datetime
+
+
+class StateLaneVersion(StateLane):
+    """One entry of a lane's history: the lane as of ``version``, plus the delta that made it."""
+
+    delta: Any = None
+    contents: str | None = None
+
+
+# -- the notification inbox ---------------------------------------------------------------------
+
+NOTIFICATION_STATUSES: tuple[str, ...] = (
+    "pending", "delivered", "seen", "dismissed", "archived", "discarded", "failed",
+)
+
+
+class NotificationRecord(Record):
+    """One inbox record. Every time is a timezone-aware UTC datetime."""
+
+    id: str
+    thread_id: str
+    resource_id: str
+    source: str
+    kind: str
+    priority: str
+    status: str
+    summary: str
+    payload: Any = None
+    dedupe_key: str | None = None
+    coalesce_key: str | None = None
+    coalesced_count: int = 1
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+    delivered_at: datetime | None = None
+    seen_at: datetime | None = None
+    dismissed_at: datetime | None = None
+    archived_at: datetime | None = None
+    discarded_at: datetime | None = None
+    failed_at: datetime | None = None
+    deliver_at: datetime | None = None
+    summary_at: datetime | None = None
+    summarized_at: datetime | None = None
+    delivery_attempts: int = 0
+    last_delivery_error: str | None = None
+
+
+# -- what a store is given ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class EventIn:
+    """An event to append to a thread's log. ``type`` is the chunk type a reader sees."""
+
+    type: str
+    payload: Any = None
+    run_id: str | None = None
+    source: str = "AGENT"
+
+
+@dataclass(slots=True)
+class MessageIn:
+    role: str
+    content: Any
+    run_id: str | None = None
+    id: str = field(default_factory=new_id)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SignalIn:
+    """A signal as routed: ``message`` is the model-facing message (already rendered with the
+    attributes of the branch taken); ``data`` is the signal itself, echoed to subscribers."""
+
+    id: str
+    type: str
+    message: dict[str, Any]
+    data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class RouteResult:
+    action: str  # wake | deliver | persist | discard
+    run_id: str | None = None
+
+
+@dataclass(slots=True)
+class FinishOutcome:
+    finished: bool  # False: signals arrived meanwhile, the run must continue
+    next_run_id: str | None = None  # a queued message starts this run (lease kept)
+
+
+def echo_source(signal_type: str) -> str:
+    """The ``from`` of a signal's echo: people send user messages, the rest is the system's."""
+    return "USER" if signal_type == "user" else "SYSTEM"
+
+
+def echo_type(signal_type: str) -> str:
+    return "data-user-message" if signal_type == "user" else "data-signal"
+
+
+def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
+    """The stored user message of a delivered or persisted signal."""
+    return MessageIn(
+        role="user",
+        content=signal["message"].get("content"),
+        run_id=run_id,
+        metadata={
+            "signal_id": signal["id"],
+            "signal_type": signal["type"],
+            "signal": signal["data"],
+        },
+    )

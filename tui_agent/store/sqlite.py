@@ -7,6 +7,11 @@ goes into a live run or wakes a new one) are taken inside one such transaction.
 
 Readers in other processes learn about new rows by polling ``PRAGMA data_version`` (cheap: no
 table is read) and then reading the event log past their cursor.
+
+``SqliteStore`` implements ``tui_agent.store.Store``: threads, messages, the event log, runs,
+leases and signals here (their write transactions in ``txn.py``), state lanes in
+``sqlite_lanes.py`` and the inbox in ``sqlite_notifications.py``. Tests: ``tests/test_store.py``
+and the contract, ``tests/test_store_contract.py``.
 """
 
 from __future__ import annotations
@@ -20,35 +25,34 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import tui_agent.store.txn as txn
 from tui_agent.errors import StoreError
-from tui_agent.paths import default_db_path, strip_sqlite_scheme
-from tui_agent.store import txn
+from tui_agent.store.aiosqlite_private import make_worker_daemon, run_with_connection
+from tui_agent.store.codec import dumps, loads, new_id
+from tui_agent.store.location import MEMORY, default_location, sqlite_path
 from tui_agent.store.records import (
     ActiveRun,
-    MessageRecord,
-    RunRecord,
-    ThreadRecord,
-    to_datetime,
-)
-from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
-from tui_agent.store.txn import (
     EventIn,
     FinishOutcome,
     MessageIn,
+    MessageRecord,
     RouteResult,
+    RunRecord,
     SignalIn,
-    dumps,
+    ThreadRecord,
     echo_source,
     echo_type,
-    loads,
-    new_id,
+    to_datetime,
 )
+from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
+from tui_agent.store.sqlite_lanes import SqliteStateLanes
+from tui_agent.store.sqlite_notifications import SqliteNotifications
 
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000
 
-__all__ = [
+__all__ = [  # the records' own module is tui_agent.store.records; these stay importable here
     "EventIn",
     "FinishOutcome",
     "MessageIn",
@@ -69,13 +73,15 @@ def event_chunk(row: Sequence[Any]) -> dict[str, Any]:
     return {"type": type_, "run_id": run_id, "from": source, "payload": loads(payload), "seq": seq}
 
 
-class SqliteStore:
-    """A store on one SQLite file (a path or ``sqlite:///path``). ``path`` defaults to the
-    settings' ``db`` (``$TUI_AGENT_DB``) or the XDG data dir."""
+class SqliteStore(SqliteStateLanes, SqliteNotifications):
+    """A store on one SQLite file (a path or ``sqlite:///path``; ``:memory:`` for one that
+    lives as long as its connection, in this process only). ``path`` defaults to the settings'
+    ``db`` (``$TUI_AGENT_DB``) or the XDG data dir. Implements ``tui_agent.store.Store``."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        chosen = strip_sqlite_scheme(str(path)) if path else default_db_path()
-        self.path = str(chosen)
+        self.path = sqlite_path(default_location() if path is None else path)
+        # An in-memory database is shared (by name) with request_abort_sync's connection.
+        self._memory_uri = f"file:tui-agent-{new_id()}?mode=memory&cache=shared"
         self._db: Any = None  # aiosqlite.Connection, opened lazily
         self._open_lock: asyncio.Lock | None = None
         self._write_lock: asyncio.Lock | None = None
@@ -84,6 +90,14 @@ class SqliteStore:
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"
+
+    @property
+    def location(self) -> str:
+        return self.path
+
+    def _target(self) -> tuple[str, bool]:
+        """What sqlite3.connect opens: the file, or the shared in-memory database (a URI)."""
+        return (self._memory_uri, True) if self.path == MEMORY else (self.path, False)
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -101,16 +115,15 @@ class SqliteStore:
     async def _connect(self) -> Any:
         import aiosqlite
 
-        if self.path != ":memory:":
+        if self.path != MEMORY:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        target, uri = self._target()
         connection = aiosqlite.connect(
-            self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+            target, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, uri=uri
         )
         # aiosqlite's worker thread is not a daemon: a program that never closes its store
-        # would hang at exit. Every write is awaited to its COMMIT, so nothing is lost.
-        worker = getattr(connection, "_thread", None)
-        if worker is not None:
-            worker.daemon = True
+        # would hang at exit.
+        make_worker_daemon(connection)
         db = await connection
         try:
             await db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -168,9 +181,7 @@ class SqliteStore:
         db = await self._conn()
         assert self._write_lock is not None
         async with self._write_lock:
-            # aiosqlite runs any function on its thread with _execute; the raw connection is
-            # only ever touched from that thread.
-            result = await db._execute(txn.in_transaction, db._conn, body, *args)
+            result = await run_with_connection(db, txn.in_transaction, body, *args)
             self._commits += 1
             return result
 
@@ -413,13 +424,19 @@ class SqliteStore:
     def request_abort_sync(self, thread_id: str) -> str | None:
         """Flag the thread's live run for abort, from plain (non-async) code: the run's owner,
         in whichever process, sees the flag and stops. Returns the run id, or None."""
-        with sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000) as db:
+        target, uri = self._target()
+        with sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, uri=uri) as db:
             db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            row = db.execute(
-                "UPDATE leases SET abort_requested=1 WHERE thread_id=? AND expires_at>?"
-                " RETURNING run_id",
-                (thread_id, time.time()),
-            ).fetchone()
+            try:
+                row = _retry_locked(lambda: db.execute(
+                    "UPDATE leases SET abort_requested=1 WHERE thread_id=? AND expires_at>?"
+                    " RETURNING run_id",
+                    (thread_id, time.time()),
+                ).fetchone())
+            except sqlite3.OperationalError as error:
+                if "no such table" not in str(error):
+                    raise
+                return None  # a store nothing has used yet has no live run
         return None if row is None else row[0]
 
     async def reap_expired_lease(self, thread_id: str) -> bool:
@@ -543,6 +560,19 @@ class SqliteStore:
             "SELECT 1 FROM signals WHERE thread_id=? AND status='pending' LIMIT 1", (thread_id,)
         )
         return row is not None
+
+
+def _retry_locked(statement: Callable[[], T]) -> T:
+    """Run ``statement``, retrying while a shared-cache (in-memory) table lock is held:
+    SQLite does not apply busy_timeout to those. A file store never sees this error."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            return statement()
+        except sqlite3.OperationalError as error:
+            if "table is locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.001)
 
 
 async def _enable_wal(db: Any) -> None:

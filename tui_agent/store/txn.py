@@ -7,93 +7,24 @@ trip from the event loop per transaction instead of one per statement. They are 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
-import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from tui_agent.errors import StoreError
+from tui_agent.store.codec import dumps, loads, new_id
+from tui_agent.store.records import (
+    EventIn,
+    FinishOutcome,
+    MessageIn,
+    RouteResult,
+    SignalIn,
+    echo_source,
+    echo_type,
+    signal_message,
+)
 
 Conn = sqlite3.Connection
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
-
-
-def loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex
-
-
-@dataclass(slots=True)
-class EventIn:
-    """An event to append to a thread's log. ``type`` is the chunk type a reader sees."""
-
-    type: str
-    payload: Any = None
-    run_id: str | None = None
-    source: str = "AGENT"
-
-
-@dataclass(slots=True)
-class MessageIn:
-    role: str
-    content: Any
-    run_id: str | None = None
-    id: str = field(default_factory=new_id)
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class SignalIn:
-    """A signal as routed: ``message`` is the model-facing message (already rendered with the
-    attributes of the branch taken); ``data`` is the signal itself, echoed to subscribers."""
-
-    id: str
-    type: str
-    message: dict[str, Any]
-    data: dict[str, Any]
-
-
-@dataclass(slots=True)
-class RouteResult:
-    action: str  # wake | deliver | persist | discard
-    run_id: str | None = None
-
-
-@dataclass(slots=True)
-class FinishOutcome:
-    finished: bool  # False: signals arrived meanwhile, the run must continue
-    next_run_id: str | None = None  # a queued message starts this run (lease kept)
-
-
-def echo_source(signal_type: str) -> str:
-    """The ``from`` of a signal's echo: people send user messages, the rest is the system's."""
-    return "USER" if signal_type == "user" else "SYSTEM"
-
-
-def echo_type(signal_type: str) -> str:
-    return "data-user-message" if signal_type == "user" else "data-signal"
-
-
-def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
-    """The stored user message of a delivered or persisted signal."""
-    return MessageIn(
-        role="user",
-        content=signal["message"].get("content"),
-        run_id=run_id,
-        metadata={
-            "signal_id": signal["id"],
-            "signal_type": signal["type"],
-            "signal": signal["data"],
-        },
-    )
 
 
 def in_transaction(conn: Conn, body: Any, *args: Any) -> Any:

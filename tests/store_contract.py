@@ -1,0 +1,413 @@
+"""The store contract (``tui_agent.store.contract.Store``) as tests that only use its methods:
+no SQL, no engine. ``tests/test_store_contract.py`` runs them against every store factory; a
+new store joins by adding its factory there.
+
+A lease taken with a negative TTL stands for a run whose owner died (already expired).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from tui_agent.errors import StoreError
+from tui_agent.store import Store
+from tui_agent.store.codec import new_id
+from tui_agent.store.records import EventIn, MessageIn, NotificationRecord, SignalIn
+
+T, R, OWNER = "thread-1", "ann", "owner-1"
+DEAD_TTL = -1.0  # a lease that expired already: its owner died
+
+
+def user_signal(text: str) -> SignalIn:
+    return SignalIn(
+        id=new_id(), type="user", message={"role": "user", "content": text},
+        data={"type": "user", "contents": text},
+    )
+
+
+def notification(**fields: Any) -> NotificationRecord:
+    now = datetime.now(UTC)
+    base: dict[str, Any] = {
+        "id": new_id(), "thread_id": T, "resource_id": R, "source": "github", "kind": "ci",
+        "priority": "medium", "status": "pending", "summary": "build failed",
+        "created_at": now, "updated_at": now,
+    }
+    return NotificationRecord(**(base | fields))
+
+
+async def save(store: Store, rec: NotificationRecord, now: float, **kw: Any) -> NotificationRecord:
+    options: dict[str, Any] = {"merge": False, "claim_token": None, "claim_expires_at": None}
+    return await store.save_notification(rec, now=now, **(options | kw))
+
+
+class StoreContract:
+    """Every test takes ``store``: a fresh, empty store of the kind under test."""
+
+    # -- the store itself -----------------------------------------------------------------------
+
+    async def test_close_is_idempotent_and_the_store_reopens(self, store: Store) -> None:
+        assert isinstance(store.location, str) and store.location
+        await store.ensure_thread(T, R)
+        await store.close()
+        await store.close()
+        thread = await store.ensure_thread("after", R)  # reopened on its next use
+        assert thread.id == "after"
+
+    # -- threads, messages, the event log -------------------------------------------------------
+
+    async def test_threads_belong_to_one_resource(self, store: Store) -> None:
+        thread = await store.ensure_thread(T, R, title="first", metadata={"k": 1})
+        assert (thread.id, thread.resource_id, thread.title, thread.metadata) == (
+            T, R, "first", {"k": 1})
+        assert thread.created_at.tzinfo is not None
+        with pytest.raises(StoreError, match="belongs to resource"):
+            await store.ensure_thread(T, "bob")
+        with pytest.raises(StoreError, match="no thread"):
+            await store.update_thread("missing", title="x")
+        assert await store.get_thread("missing") is None
+
+    async def test_threads_list_most_recently_updated_first(self, store: Store) -> None:
+        for name in ("a", "b", "c"):
+            await store.ensure_thread(name, R)
+        await store.ensure_thread("other", "bob")
+        await store.update_thread("a", title="touched")
+        assert (await store.list_threads(R))[0].id == "a"
+        assert {t.id for t in await store.list_threads()} == {"a", "b", "c", "other"}
+
+    async def test_messages_keep_their_order_and_page_backwards(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        rows = [MessageIn("user", {"n": n}) for n in range(7)]
+        await store.append(T, R, messages=rows[:4])
+        await store.append(T, R, messages=rows[4:])
+        newest = await store.list_messages(T, limit=3)
+        assert [m.content["n"] for m in newest] == [4, 5, 6]
+        older = await store.list_messages(T, limit=3, before=newest[0].id)
+        assert [m.content["n"] for m in older] == [1, 2, 3]
+        assert newest[0].thread_id == T and newest[0].role == "user"
+
+    async def test_the_event_log_is_ordered_and_read_on_from_a_cursor(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        assert await store.last_event_seq(T) == 0
+        await store.append_events(T, [EventIn("text-delta", {"text": str(n)}) for n in range(3)])
+        await store.append(T, R, events=[EventIn("finish", {"finish_reason": "stop"}, "r1")])
+        events = await store.read_events(T, 0)
+        seqs = [e["seq"] for e in events]
+        assert seqs == sorted(seqs) and len(set(seqs)) == 4
+        assert [e["type"] for e in events] == ["text-delta"] * 3 + ["finish"]
+        assert events[3]["run_id"] == "r1" and events[3]["from"] == "AGENT"
+        assert await store.read_events(T, seqs[1]) == events[2:]
+        assert await store.last_event_seq(T) == seqs[-1]
+
+    async def test_appends_wake_listeners_of_that_thread_and_count_commits(
+        self, store: Store
+    ) -> None:
+        await store.ensure_thread(T, R)
+        woken, other = store.add_listener(T), store.add_listener("other")
+        before = store.local_commits
+        await store.append_events(T, [EventIn("text-delta", {"text": "x"})])
+        assert woken.is_set() and not other.is_set()
+        assert store.local_commits > before
+        assert isinstance(await store.data_version(), int)
+        store.remove_listener(T, woken)
+        store.remove_listener("other", other)
+        store.remove_listener("other", other)  # unknown ones are ignored
+
+    async def test_activity_and_usage_of_threads(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        await store.append(T, R, messages=[MessageIn("user", "hi"), MessageIn("user", "there")])
+        assert await store.start_run("busy", R, "r1", owner=OWNER, ttl_s=30)
+        usage = {"usage": {"input_tokens": 10, "output_tokens": 3}}
+        await store.append_events(T, [EventIn("finish", usage), EventIn("error", usage)])
+        assert await store.thread_activity() == {T: (2, False), "busy": (0, True)}
+        assert await store.thread_usage(T) == {"input_tokens": 20, "output_tokens": 6}
+
+    # -- runs and leases ------------------------------------------------------------------------
+
+    async def test_one_live_run_per_thread_and_finishing_releases_it(self, store: Store) -> None:
+        assert await store.start_run(T, R, "r1", owner=OWNER, ttl_s=30, title="t")
+        assert not await store.start_run(T, R, "r2", owner="other", ttl_s=30)
+        active = await store.active_run(T)
+        assert active is not None and (active.run_id, active.owner) == ("r1", OWNER)
+        outcome = await store.finish_run(
+            T, R, "r1", owner=OWNER, status="finished", finish_reason="stop",
+            messages=[MessageIn("assistant", "done", run_id="r1")],
+            events=[EventIn("finish", {"finish_reason": "stop"}, "r1")],
+        )
+        assert outcome.finished and outcome.next_run_id is None
+        assert await store.active_run(T) is None
+        run = await store.get_run("r1")
+        assert run is not None and (run.status, run.finish_reason) == ("finished", "stop")
+        assert [m.content for m in await store.list_messages(T)] == ["done"]
+        assert await store.start_run(T, R, "r2", owner="other", ttl_s=30)
+        assert (await store.list_runs(T))[0].id == "r2"
+
+    async def test_concurrent_starts_take_the_lease_once(self, store: Store) -> None:
+        started = await asyncio.gather(
+            *(store.start_run(T, R, f"r{n}", owner=f"o{n}", ttl_s=30) for n in range(8))
+        )
+        assert started.count(True) == 1
+
+    async def test_a_dead_owner_s_run_is_reaped_once(self, store: Store) -> None:
+        assert await store.start_run(T, R, "dead", owner="gone", ttl_s=DEAD_TTL)
+        assert await store.active_run(T) is None
+        assert await store.reap_expired_lease(T)
+        assert not await store.reap_expired_lease(T)
+        run = await store.get_run("dead")
+        assert run is not None and run.status == "interrupted" and run.ended_at is not None
+        assert [e["type"] for e in await store.read_events(T, 0)] == ["start", "interrupted"]
+
+    async def test_a_live_lease_is_not_reaped(self, store: Store) -> None:
+        assert await store.start_run(T, R, "r1", owner=OWNER, ttl_s=30)
+        assert not await store.reap_expired_lease(T)
+
+    async def test_abort_is_requested_from_sync_code_and_seen_on_renewal(
+        self, store: Store
+    ) -> None:
+        assert store.request_abort_sync(T) is None  # no live run
+        assert await store.start_run(T, R, "r1", owner=OWNER, ttl_s=30)
+        assert await store.renew_lease(T, "r1", OWNER, 30) == (True, False)
+        assert store.request_abort_sync(T) == "r1"
+        assert await store.abort_requested(T, "r1")
+        assert await store.renew_lease(T, "r1", OWNER, 30) == (True, True)
+        assert await store.renew_lease(T, "r1", "not-the-owner", 30) == (False, False)
+
+    async def test_scores_are_kept_on_the_run(self, store: Store) -> None:
+        assert await store.start_run(T, R, "r1", owner=OWNER, ttl_s=30)
+        await store.set_run_scores("r1", {"relevance": 0.5})
+        run = await store.get_run("r1")
+        assert run is not None and run.scores == {"relevance": 0.5}
+
+    # -- signals --------------------------------------------------------------------------------
+
+    async def _route(self, store: Store, text: str, **kw: Any) -> Any:
+        options: dict[str, Any] = {"if_active": "deliver", "if_idle": "wake", "owner": OWNER,
+                                   "ttl_s": 30}
+        return await store.route_signal(T, R, user_signal(text), **(options | kw))
+
+    async def test_a_signal_wakes_an_idle_thread_then_joins_its_run(self, store: Store) -> None:
+        woke = await self._route(store, "one")
+        assert woke.action == "wake" and woke.run_id
+        joined = await self._route(store, "two")
+        assert (joined.action, joined.run_id) == ("deliver", woke.run_id)
+        assert await store.has_pending_signals(T)
+        waiting = await store.waiting_signals(T)
+        assert [(w["status"], w["data"]["contents"]) for w in waiting] == [
+            ("pending", "one"), ("pending", "two")]
+        ended = await store.finish_run(T, R, woke.run_id, owner=OWNER, status="finished",
+                                       finish_reason="stop", events=[EventIn("finish")])
+        assert not ended.finished  # signals are pending: the run goes on
+        taken = await store.claim_signals(
+            T, R, woke.run_id, messages_before=[MessageIn("assistant", "so far")])
+        assert [s["message"]["content"] for s in taken] == ["one", "two"]
+        assert not await store.has_pending_signals(T)
+        history = [m.content for m in await store.list_messages(T)]
+        assert history == ["so far", "one", "two"]
+        echoes = [e["type"] for e in await store.read_events(T, 0)]
+        assert echoes == ["start", "data-user-message", "data-user-message"]
+
+    async def test_of_concurrent_wakes_exactly_one_wakes(self, store: Store) -> None:
+        results = await asyncio.gather(*(self._route(store, f"m{n}") for n in range(8)))
+        actions = [r.action for r in results]
+        assert actions.count("wake") == 1 and actions.count("deliver") == 7
+        assert len({r.run_id for r in results}) == 1
+
+    async def test_persist_and_discard_on_an_idle_thread(self, store: Store) -> None:
+        assert (await self._route(store, "gone", if_idle="discard")).action == "discard"
+        assert await store.get_thread(T) is None  # discard does not create the thread
+        assert (await self._route(store, "kept", if_idle="persist")).action == "persist"
+        assert [m.content for m in await store.list_messages(T)] == ["kept"]
+        types = [e["type"] for e in await store.read_events(T, 0)]
+        assert types == ["start", "data-user-message", "finish"]  # a tiny run, no model call
+        assert await store.active_run(T) is None
+
+    async def test_a_queued_signal_starts_the_next_run_under_the_same_lease(
+        self, store: Store
+    ) -> None:
+        first = await self._route(store, "now")
+        queued = await self._route(store, "later", queue=True)
+        assert queued.action == "deliver" and queued.run_id != first.run_id
+        assert [w["status"] for w in await store.waiting_signals(T)] == ["pending", "queued"]
+        await store.claim_signals(T, R, first.run_id)
+        outcome = await store.finish_run(T, R, first.run_id, owner=OWNER, status="finished",
+                                         finish_reason="stop", events=[EventIn("finish")])
+        assert outcome.finished and outcome.next_run_id == queued.run_id
+        active = await store.active_run(T)
+        assert active is not None and active.run_id == queued.run_id
+
+    async def test_a_forced_end_keeps_pending_signals_as_history(self, store: Store) -> None:
+        run = await self._route(store, "unread")
+        outcome = await store.finish_run(T, R, run.run_id, owner=OWNER, status="aborted",
+                                         finish_reason="abort", events=[EventIn("abort")],
+                                         force=True)
+        assert outcome.finished
+        assert [m.content for m in await store.list_messages(T)] == ["unread"]
+        assert [e["type"] for e in await store.read_events(T, 0)][-2:] == [
+            "data-user-message", "abort"]
+
+    # -- state lanes ----------------------------------------------------------------------------
+
+    async def _put(self, store: Store, key: str, value: Any, mode: str = "snapshot") -> Any:
+        def new_value(current: Any) -> Any:
+            return value if mode == "snapshot" else {**(current or {}), **value}
+
+        return await store.put_state_lane(
+            T, "browser", mode=mode, cache_key=key, new_value=new_value,
+            delta=None if mode == "snapshot" else value, contents=str(value),
+        )
+
+    async def test_a_lane_versions_each_change_and_skips_an_unchanged_one(
+        self, store: Store
+    ) -> None:
+        await store.ensure_thread(T, R)
+        assert await self._put(store, "k1", {"url": "a"}) == 1
+        assert await self._put(store, "k1", {"url": "a"}) is None  # same mode and cache key
+        assert await self._put(store, "k2", {"title": "A"}, mode="delta") == 2
+        lane = await store.get_state_lane(T, "browser")
+        assert lane is not None and lane.value == {"url": "a", "title": "A"}
+        assert (lane.version, lane.mode, lane.cache_key) == (2, "delta", "k2")
+        history = await store.state_lane_history(T, "browser")
+        assert [(v.version, v.delta) for v in history] == [(2, {"title": "A"}), (1, None)]
+        assert history[1].contents == str({"url": "a"})
+        assert [lane.id for lane in await store.list_state_lanes(T)] == ["browser"]
+        assert await store.get_state_lane(T, "editor") is None
+
+    async def test_concurrent_puts_get_consecutive_versions(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        versions = await asyncio.gather(*(self._put(store, f"k{n}", n) for n in range(6)))
+        assert sorted(versions) == [1, 2, 3, 4, 5, 6]
+
+    # -- the notification inbox -----------------------------------------------------------------
+
+    async def test_records_are_saved_listed_searched_and_given_a_status(
+        self, store: Store
+    ) -> None:
+        await store.ensure_thread(T, R)
+        first = await save(store, notification(summary="100% done_now"), 1000.0)
+        second = await save(store, notification(source="slack", summary="hello"), 1001.0)
+        assert (await store.get_notification(first.id)).summary == "100% done_now"  # type: ignore[union-attr]
+        assert [r.id for r in await store.list_notifications()] == [second.id, first.id]
+        assert [r.id for r in await store.list_notifications(thread_id="x")] == []
+        assert [r.id for r in await store.search_notifications("% DONE_")] == [first.id]
+        assert await store.search_notifications("1_0") == []  # _ is no wildcard
+        assert [r.id for r in await store.search_notifications("SLACK")] == [second.id]
+        assert await store.set_notification_status(first.id, "seen", 2000.0)
+        assert not await store.set_notification_status("missing", "seen", 2000.0)
+        seen = await store.list_notifications(status="seen")
+        assert [r.id for r in seen] == [first.id] and seen[0].seen_at is not None
+
+    async def test_changes_page_on_from_their_cursor(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        ids = [(await save(store, notification(), 1000.0)).id for _ in range(5)]  # one time
+        page, cursor = await store.notification_changes(None, 3)
+        rest, cursor = await store.notification_changes(cursor, 3)
+        assert [r.id for r in page + rest] == ids
+        assert (await store.notification_changes(cursor, 3))[0] == []
+        await store.set_notification_status(ids[1], "dismissed", 3000.0)
+        changed, _ = await store.notification_changes(cursor, 3)
+        assert [r.id for r in changed] == [ids[1]]
+
+    async def test_a_repeat_merges_into_the_pending_record(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        rec = await save(store, notification(dedupe_key="ci-1"), 1000.0)
+        found = await store.find_notification_to_merge(
+            T, source="github", kind="ci", dedupe_key="ci-1", coalesce_key=None, now=1001.0)
+        assert found is not None and found.id == rec.id
+        merged = found.model_copy(update={"summary": "failed again", "coalesced_count": 2})
+        saved = await save(store, merged, 1001.0, merge=True)
+        assert saved.id == rec.id
+        stored = await store.get_notification(rec.id)
+        assert stored is not None and (stored.summary, stored.coalesced_count) == (
+            "failed again", 2)
+        assert await store.find_notification_to_merge(
+            T, source="github", kind="other", dedupe_key="ci-1", coalesce_key=None,
+            now=1001.0) is None
+
+    async def test_a_merge_into_a_claimed_record_becomes_a_new_record(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        now = 1000.0
+        rec = await save(store, notification(dedupe_key="d"), now, claim_token="busy",
+                         claim_expires_at=now + 60)
+        saved = await save(store, rec, now, merge=True)
+        assert saved.id != rec.id and saved.coalesced_count == 1
+        assert len(await store.list_notifications()) == 2
+
+    async def test_due_records_are_claimed_by_one_dispatcher(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        due = datetime.fromtimestamp(1000.0, UTC)
+        for _ in range(3):
+            await save(store, notification(deliver_at=due), 900.0)
+        await save(store, notification(deliver_at=datetime.fromtimestamp(5000.0, UTC)), 900.0)
+        claims = await asyncio.gather(*(
+            store.claim_due_notifications(token, due_at=1000.0, now=2000.0,
+                                          expires_at=2060.0, limit=500)
+            for token in ("a", "b")))
+        assert sorted(len(c) for c in claims) == [0, 3]
+        token = "a" if claims[0] else "b"
+        ids = [r.id for r in claims[0] + claims[1]]
+        assert sorted(await store.claimed_notification_ids(T, token)) == sorted(ids)
+        await store.mark_notifications_delivered(ids[:1], "not-the-claimant", 2001.0)
+        await store.mark_notifications_delivered(ids[:1], token, 2001.0)
+        delivered = await store.get_notification(ids[0])
+        assert delivered is not None and delivered.status == "delivered"
+        assert delivered.delivery_attempts == 1
+        await store.release_notifications(ids[1:], token)
+        assert await store.claimed_notification_ids(T, token) == []
+
+    async def test_a_summarised_record_s_delivery_waits_for_an_idle_thread(
+        self, store: Store
+    ) -> None:
+        await store.ensure_thread(T, R)
+        due = datetime.fromtimestamp(1000.0, UTC)
+        plain = await save(store, notification(deliver_at=due), 900.0)
+        held = await save(store, notification(deliver_at=due), 900.0, claim_token="s",
+                          claim_expires_at=960.0)
+        await store.mark_notifications_summarized([held.id], "s", 950.0)
+        summarised = await store.get_notification(held.id)
+        assert summarised is not None and summarised.summarized_at is not None
+        assert await store.start_run(T, R, "busy", owner=OWNER, ttl_s=3600)
+
+        def claim(token: str) -> Any:
+            return store.claim_due_notifications(token, due_at=1000.0, now=1000.0,
+                                                 expires_at=1060.0, limit=500)
+
+        assert [r.id for r in await claim("while-busy")] == [plain.id]
+        await store.finish_run(T, R, "busy", owner=OWNER, status="finished",
+                               finish_reason="stop", events=[EventIn("finish")])
+        assert [r.id for r in await claim("once-idle")] == [held.id]
+
+    async def test_an_immediate_digest_claims_the_due_summaries(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        due = await save(store, notification(summary_at=datetime.fromtimestamp(900.0, UTC)),
+                         800.0)
+        await save(store, notification(summary_at=datetime.fromtimestamp(5000.0, UTC)), 800.0)
+        await store.claim_due_summaries(T, "inline", now=1000.0, expires_at=1060.0)
+        assert await store.claimed_notification_ids(T, "inline") == [due.id]
+
+    async def test_failed_sends_back_off_then_end_as_failed(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        rec = await save(store, notification(), 900.0, claim_token="t", claim_expires_at=2000.0)
+        for attempt in range(1, 4):
+            await store.record_failed_delivery(
+                [rec.id], "t", error="boom", now=1000.0, digest=False, max_attempts=3,
+                retry_at=lambda n: 1000.0 + n)
+            stored = await store.get_notification(rec.id)
+            assert stored is not None and stored.delivery_attempts == attempt
+            assert stored.last_delivery_error == "boom"
+            if attempt < 3:
+                assert stored.deliver_at == datetime.fromtimestamp(1000.0 + attempt, UTC)
+                await store.claim_due_notifications("t", due_at=5000.0, now=1000.0,
+                                                    expires_at=2000.0, limit=10)
+        assert stored.status == "failed" and stored.failed_at is not None
+
+    async def test_pending_counts_by_source_and_priority(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        await save(store, notification(priority="high"), 900.0)
+        await save(store, notification(priority="high"), 900.0)
+        await save(store, notification(source="slack", priority="low"), 900.0)
+        await save(store, notification(status="discarded"), 900.0)
+        counts = sorted(await store.pending_notification_counts(T))
+        assert counts == [("github", "high", 2), ("slack", "low", 1)]

@@ -1,0 +1,353 @@
+"""The store contract: every query the core makes, behind one ``typing.Protocol``.
+
+``Memory``, the run loop, signal routing, subscriptions, state lanes and the notification inbox
+talk to a store only through these methods, so any store that implements them (SQLite today,
+PostgreSQL next) runs the whole core. Nothing here names an engine: values are plain Python
+(``str``, ``int``, ``float`` epoch seconds, dicts and lists that JSON can hold) and the records
+of ``tui_agent.store.records``.
+
+Guarantees every store gives, unless a method says otherwise:
+
+- **Atomic writes.** A write method is one transaction: all of it is committed or none of it,
+  and a decision it takes (who holds a thread's lease, where a signal goes, which records a
+  dispatcher claims) holds across every process and machine sharing the store.
+- **Durable on return.** When a write method returns, its effect is committed.
+- **Ordered log.** A thread's events get increasing ``seq`` numbers in commit order; messages
+  are kept in the order appended.
+- **Reads see commits.** A read started after a write returned sees that write.
+
+``tests/store_contract.py`` checks these for every store factory in
+``tests/test_store_contract.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from tui_agent.store.records import (
+    ActiveRun,
+    EventIn,
+    FinishOutcome,
+    MessageIn,
+    MessageRecord,
+    NotificationRecord,
+    RouteResult,
+    RunRecord,
+    SignalIn,
+    StateLane,
+    StateLaneVersion,
+    ThreadRecord,
+)
+
+NotificationCursor = tuple[float, int]  # opaque to callers: pass back what the store returned
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What a store does. Every method is ``async`` except the listener pair,
+    :meth:`request_abort_sync` and the two properties."""
+
+    # -- the store itself -----------------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        """Where the store lives, for people to read (a path or a URL without its password)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections. Idempotent; the store reopens on its next use."""
+        ...
+
+    # -- change notification --------------------------------------------------------------------
+
+    def add_listener(self, thread_id: str) -> asyncio.Event:
+        """An event set whenever this store object appends to ``thread_id``'s log; the
+        listener clears it. Other processes' writes are learnt from :meth:`data_version`."""
+        ...
+
+    def remove_listener(self, thread_id: str, event: asyncio.Event) -> None:
+        """Forget a listener (unknown ones are ignored)."""
+        ...
+
+    async def data_version(self) -> int:
+        """A number that changes when another connection (process) commits; cheap: it reads
+        no table. Together with :attr:`local_commits` a reader learns of every commit."""
+        ...
+
+    @property
+    def local_commits(self) -> int:
+        """How many write transactions this store object committed (monotonic)."""
+        ...
+
+    # -- threads --------------------------------------------------------------------------------
+
+    async def ensure_thread(
+        self, thread_id: str, resource_id: str, *, title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> ThreadRecord:
+        """Create the thread, or update the title/metadata given (atomic). A thread belongs to
+        one resource: asking for it under another raises ``StoreError``."""
+        ...
+
+    async def update_thread(
+        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> ThreadRecord:
+        """Set what is given and ``updated_at``; ``StoreError`` for an unknown thread."""
+        ...
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...
+
+    async def list_threads(self, resource_id: str | None = None) -> list[ThreadRecord]:
+        """Every thread (of ``resource_id``), most recently updated first."""
+        ...
+
+    # -- messages and the event log -------------------------------------------------------------
+
+    async def append(
+        self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
+        events: Iterable[EventIn] = (),
+    ) -> None:
+        """Append messages and events in one transaction, in the order given; wakes this
+        store's listeners of the thread."""
+        ...
+
+    async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
+        """:meth:`append` with events only."""
+        ...
+
+    async def list_messages(
+        self, thread_id: str, *, limit: int = 50, before: str | None = None
+    ) -> list[MessageRecord]:
+        """The ``limit`` messages just older than message ``before`` (or the newest), oldest
+        first."""
+        ...
+
+    async def read_events(
+        self, thread_id: str, after_seq: int, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Stream chunks ``{type, run_id, from, payload, seq}`` with ``seq > after_seq``, in
+        ``seq`` order. Reading on from the last ``seq`` returned misses nothing committed."""
+        ...
+
+    async def last_event_seq(self, thread_id: str) -> int:
+        """The thread's highest ``seq`` (0 for an empty log)."""
+        ...
+
+    async def thread_activity(self) -> dict[str, tuple[int, bool]]:
+        """``{thread_id: (message count, a live lease)}`` for every thread with either."""
+        ...
+
+    async def thread_usage(self, thread_id: str) -> dict[str, int]:
+        """``{"input_tokens", "output_tokens"}`` summed over the thread's ended runs (their
+        ``finish``/``abort``/``error`` events' ``usage``)."""
+        ...
+
+    # -- runs and leases ------------------------------------------------------------------------
+
+    async def active_run(self, thread_id: str) -> ActiveRun | None:
+        """The thread's live run: a lease that has not expired."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    async def list_runs(self, thread_id: str, limit: int = 20) -> list[RunRecord]:
+        """The thread's runs, newest first."""
+        ...
+
+    async def start_run(
+        self, thread_id: str, resource_id: str, run_id: str, *, owner: str, ttl_s: float,
+        agent_id: str | None = None, title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> bool:
+        """Atomically: ensure the thread, reap an expired lease (an ``interrupted`` event),
+        and take the lease for ``run_id`` with its ``start`` event. False if another live run
+        holds it; at most one live run per thread across every process."""
+        ...
+
+    async def renew_lease(
+        self, thread_id: str, run_id: str, owner: str, ttl_s: float
+    ) -> tuple[bool, bool]:
+        """Extend our lease by ``ttl_s`` from now. Returns (still ours, abort requested)."""
+        ...
+
+    async def abort_requested(self, thread_id: str, run_id: str) -> bool: ...
+
+    def request_abort_sync(self, thread_id: str) -> str | None:
+        """Flag the thread's live run for abort, from plain (non-async) code, committed on
+        return; its owner, in whichever process, stops. Returns the run id, or None (no live
+        run). It may be called with the event loop running: a store whose driver is async only
+        runs it on a connection and thread of its own, never on the loop."""
+        ...
+
+    async def reap_expired_lease(self, thread_id: str) -> bool:
+        """End a run whose owner stopped renewing (``interrupted``), atomically; True if one
+        was. A lease renewed meanwhile is left alone."""
+        ...
+
+    async def finish_run(
+        self, thread_id: str, resource_id: str, run_id: str, *, owner: str, status: str,
+        finish_reason: str | None, error: str | None = None,
+        messages: Sequence[MessageIn] = (), events: Sequence[EventIn] = (), force: bool = False,
+    ) -> FinishOutcome:
+        """End the run and release the lease atomically with its last messages and events,
+        unless signals are pending for it (then nothing is written). ``force`` ends it anyway,
+        keeping the pending signals as persisted history before the last event. A queued
+        signal then starts the next run under the same lease (``next_run_id``)."""
+        ...
+
+    async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None: ...
+
+    # -- signals --------------------------------------------------------------------------------
+
+    async def route_signal(
+        self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
+        if_idle: str, queue: bool = False, owner: str, ttl_s: float,
+        agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
+    ) -> RouteResult:
+        """Decide and store, in one transaction, what happens to a signal: on a live run
+        ``deliver`` (pending), ``persist`` or ``discard`` (``queue``: queued for its own run);
+        on an idle thread ``wake`` (the lease taken, a new run, the signal pending for it),
+        ``persist`` (a tiny run with no model call) or ``discard``. Of concurrent wakes on one
+        idle thread exactly one wakes; the others deliver into its run."""
+        ...
+
+    async def claim_signals(
+        self, thread_id: str, resource_id: str, run_id: str, *,
+        messages_before: Sequence[MessageIn] = (), events_before: Sequence[EventIn] = (),
+    ) -> list[dict[str, Any]]:
+        """Atomically append the run's output so far, then take every pending signal of the
+        thread in arrival order (each stored as a user message and an echo event). Returns
+        ``[{"id", "type", "message", "data"}]``."""
+        ...
+
+    async def has_pending_signals(self, thread_id: str) -> bool: ...
+
+    async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
+        """Signals not yet taken (``pending`` and ``queued``), oldest first:
+        ``{"id", "type", "status", "run_id", "data", "created_at"}``."""
+        ...
+
+    # -- state lanes ----------------------------------------------------------------------------
+
+    async def list_state_lanes(self, thread_id: str) -> list[StateLane]:
+        """The thread's lanes, by lane id."""
+        ...
+
+    async def get_state_lane(self, thread_id: str, lane_id: str) -> StateLane | None: ...
+
+    async def state_lane_history(
+        self, thread_id: str, lane_id: str, limit: int = 50
+    ) -> list[StateLaneVersion]:
+        """The lane's versions, newest first."""
+        ...
+
+    async def put_state_lane(
+        self, thread_id: str, lane_id: str, *, mode: str, cache_key: str,
+        new_value: Callable[[Any], Any], delta: Any, contents: str,
+    ) -> int | None:
+        """In one transaction: if the lane's current ``mode`` and ``cache_key`` are these,
+        change nothing and return None; else store version n+1 (1 for a new lane) with value
+        ``new_value(current value or None)`` and add it to the history. Concurrent puts get
+        distinct, consecutive versions."""
+        ...
+
+    # -- the notification inbox -----------------------------------------------------------------
+
+    async def get_notification(self, notification_id: str) -> NotificationRecord | None: ...
+
+    async def list_notifications(
+        self, *, thread_id: str | None = None, status: str | None = None, limit: int = 50
+    ) -> list[NotificationRecord]:
+        """Newest change (``updated_at``) first; ties: the later created first."""
+        ...
+
+    async def search_notifications(
+        self, query: str, *, thread_id: str | None = None, limit: int = 50
+    ) -> list[NotificationRecord]:
+        """Records whose summary, kind or source contains ``query`` literally (``%`` and ``_``
+        are plain characters), ASCII case ignored; ordered as :meth:`list_notifications`."""
+        ...
+
+    async def set_notification_status(
+        self, notification_id: str, status: str, now: float
+    ) -> bool:
+        """Set ``status`` and its ``<status>_at`` and ``updated_at`` to ``now``, clearing the
+        schedule (``deliver_at``, ``summary_at``). False for an unknown id."""
+        ...
+
+    async def notification_changes(
+        self, after: NotificationCursor | None, limit: int
+    ) -> tuple[list[NotificationRecord], NotificationCursor]:
+        """Records whose last change (``updated_at`` or ``summarized_at``) is after the cursor
+        (None: all), oldest change first, at most ``limit``, and the cursor to pass next. Paging
+        on reads every change committed before the read, once, however many share a time."""
+        ...
+
+    async def find_notification_to_merge(
+        self, thread_id: str, *, source: str, kind: str, dedupe_key: str | None,
+        coalesce_key: str | None, now: float,
+    ) -> NotificationRecord | None:
+        """The newest pending, unclaimed (or claim expired at ``now``) record of the thread with
+        this source and kind and the same dedupe key or coalesce key."""
+        ...
+
+    async def save_notification(
+        self, record: NotificationRecord, *, merge: bool, now: float,
+        claim_token: str | None, claim_expires_at: float | None,
+    ) -> NotificationRecord:
+        """Store ``record`` in one transaction: with ``merge``, update the stored record of its
+        id in place (``coalesced_count`` + 1) if it is still pending and unclaimed, else insert
+        it as a new record (a new id, ``coalesced_count`` 1). ``created_at``/``updated_at`` are
+        ``now``; the claim is set as given. Returns the record as it was stored."""
+        ...
+
+    async def claim_due_summaries(
+        self, thread_id: str, token: str, *, now: float, expires_at: float
+    ) -> None:
+        """Claim the thread's pending, unclaimed records whose digest is due at ``now``."""
+        ...
+
+    async def claimed_notification_ids(self, thread_id: str, token: str) -> list[str]: ...
+
+    async def claim_due_notifications(
+        self, token: str, *, due_at: float, now: float, expires_at: float, limit: int
+    ) -> list[NotificationRecord]:
+        """Claim, in one transaction, up to ``limit`` pending records (oldest first) not
+        claimed (or whose claim expired at ``now``) whose digest is due at ``due_at``, or whose
+        delivery is due at ``due_at`` and is not held for an idle thread (a record summarised or
+        awaiting a digest waits until no live lease is on its thread). Each record is claimed
+        by one caller only, however many dispatchers run."""
+        ...
+
+    async def pending_notification_counts(self, thread_id: str) -> list[tuple[str, str, int]]:
+        """``(source, priority, count)`` of the thread's pending records."""
+        ...
+
+    async def mark_notifications_delivered(
+        self, ids: Sequence[str], token: str, now: float
+    ) -> None:
+        """Where ``token``'s claim stands: delivered (if still pending), attempts + 1, the
+        schedule cleared, the claim released."""
+        ...
+
+    async def mark_notifications_summarized(
+        self, ids: Sequence[str], token: str, now: float
+    ) -> None:
+        """Where ``token``'s claim stands: ``summarized_at`` set, ``summary_at`` cleared, the
+        claim released."""
+        ...
+
+    async def release_notifications(self, ids: Sequence[str], token: str) -> None:
+        """Release ``token``'s claim on the records (others' claims are left alone)."""
+        ...
+
+    async def record_failed_delivery(
+        self, ids: Sequence[str], token: str, *, error: str, now: float, digest: bool,
+        max_attempts: int, retry_at: Callable[[int], float],
+    ) -> None:
+        """In one transaction, for each record ``token`` still claims: attempts + 1; at
+        ``max_attempts`` it ends ``failed``, else its digest (``digest``) or delivery is due
+        again at ``retry_at(attempts)``; the claim is released."""
+        ...
