@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
+from tui_agent._util import dumps, loads
 from tui_agent.errors import ConfigError, SignalError
 from tui_agent.signals import (
     check_attributes,
@@ -93,16 +94,8 @@ def state_update(lane: str, given: Any, *, delta: bool = False,
 def _lane(row: Any) -> StateLane:
     return StateLane(
         thread_id=row[0], id=row[1], version=row[2], mode=row[3], cache_key=row[4],
-        value=_loads(row[5]), updated_at=to_datetime(row[6]),
+        value=loads(row[5]), updated_at=to_datetime(row[6]),
     )
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 class StateLanesMixin:
@@ -134,7 +127,7 @@ class StateLanesMixin:
             (thread_id, lane_id, limit),
         )
         return [
-            StateLaneVersion(**_lane(row).model_dump(), delta=_loads(row[7]), contents=row[8])
+            StateLaneVersion(**_lane(row).model_dump(), delta=loads(row[7]), contents=row[8])
             for row in rows
         ]
 
@@ -208,7 +201,7 @@ class _StateIn:
         self.metadata = dict(metadata or {})
         payload = self.value if self.mode == "snapshot" else self.delta
         contents = state.get("contents")
-        self.contents = check_contents(_dumps(payload) if contents is None else contents,
+        self.contents = check_contents(dumps(payload) if contents is None else contents,
                                        "state contents")
 
     def signal(self, version: int) -> dict[str, Any]:
@@ -263,8 +256,8 @@ async def _store_version(store: Any, thread_id: str, state: _StateIn) -> int | N
         if state.mode == "snapshot":
             value = state.value
         else:  # a delta on a lane with no snapshot yet starts from {}
-            value = merge_patch(_loads(rows[0][3]) if rows else {}, state.delta)
-        value_json = _dumps(value)
+            value = merge_patch(loads(rows[0][3]) if rows else {}, state.delta)
+        value_json = dumps(value)
         await db.execute(
             "INSERT INTO state_lanes(thread_id, lane_id, version, mode, cache_key, value,"
             " updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(thread_id, lane_id) DO UPDATE SET"
@@ -272,12 +265,12 @@ async def _store_version(store: Any, thread_id: str, state: _StateIn) -> int | N
             " value=excluded.value, updated_at=excluded.updated_at",
             (thread_id, state.lane_id, version, state.mode, state.cache_key, value_json, now),
         )
-        contents = state.contents if isinstance(state.contents, str) else _dumps(state.contents)
+        contents = state.contents if isinstance(state.contents, str) else dumps(state.contents)
         await db.execute(
             "INSERT INTO state_lane_history(thread_id, lane_id, version, mode, cache_key, value,"
             " delta, contents, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
             (thread_id, state.lane_id, version, state.mode, state.cache_key, value_json,
-             None if state.mode == "snapshot" else _dumps(state.delta), contents, now),
+             None if state.mode == "snapshot" else dumps(state.delta), contents, now),
         )
     return version
 

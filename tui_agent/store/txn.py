@@ -7,24 +7,17 @@ trip from the event loop per transaction instead of one per statement. They are 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui_agent._util import dumps, loads
 from tui_agent.errors import StoreError
+from tui_agent.events import FINISH, FROM_AGENT, INTERRUPTED, START, echo_source, echo_type
 
 Conn = sqlite3.Connection
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
-
-
-def loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
 
 
 def new_id() -> str:
@@ -71,15 +64,6 @@ class RouteResult:
 class FinishOutcome:
     finished: bool  # False: signals arrived meanwhile, the run must continue
     next_run_id: str | None = None  # a queued message starts this run (lease kept)
-
-
-def echo_source(signal_type: str) -> str:
-    """The ``from`` of a signal's echo: people send user messages, the rest is the system's."""
-    return "USER" if signal_type == "user" else "SYSTEM"
-
-
-def echo_type(signal_type: str) -> str:
-    return "data-user-message" if signal_type == "user" else "data-signal"
 
 
 def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
@@ -214,7 +198,7 @@ def interrupt(conn: Conn, thread_id: str, run_id: str) -> None:
         (now, run_id),
     )
     payload = {"reason": "interrupted", "detail": "the run's owner stopped renewing its lease"}
-    append(conn, thread_id, "", [], [EventIn("interrupted", payload, run_id)])
+    append(conn, thread_id, "", [], [EventIn(INTERRUPTED, payload, run_id)])
 
 
 def reap_expired(conn: Conn, thread_id: str) -> bool:
@@ -247,7 +231,7 @@ def begin_run(
     cursor = conn.execute(
         "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
         " VALUES (?,?,?,?,?,?)",
-        (thread_id, run_id, "start", "AGENT", dumps({"agent_id": agent_id}), now),
+        (thread_id, run_id, START, FROM_AGENT, dumps({"agent_id": agent_id}), now),
     )
     conn.execute(
         "INSERT INTO runs(id, thread_id, resource_id, agent_id, owner, status, start_seq,"
@@ -446,8 +430,8 @@ def persist(
     )
     events = [EventIn(echo_type(signal.type), signal.data, run_id, echo_source(signal.type))]
     if tiny_run:
-        events.insert(0, EventIn("start", {"persisted": True}, run_id))
-        events.append(EventIn("finish", {"finish_reason": "stop", "persisted": True}, run_id))
+        events.insert(0, EventIn(START, {"persisted": True}, run_id))
+        events.append(EventIn(FINISH, {"finish_reason": "stop", "persisted": True}, run_id))
     append(conn, thread_id, resource_id, [message], events)
 
 
