@@ -8,8 +8,8 @@ TEXT_DELTA``), and the types that end a run, once. Plain data, no imports of the
 lowest layer, every layer may use it (tests/test_layers.py). Checked by tests/test_events.py.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: with string annotations Python 3.11 cannot see
+# ``NotRequired`` and would list every key in ``__required_keys__``.
 from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict, get_args
 
 # -- types ------------------------------------------------------------------------------------
