@@ -5,6 +5,7 @@ its TypedDict, and every run ends with one of ``END_TYPES``."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Mapping
 from typing import Any, get_args, get_type_hints
 
@@ -13,6 +14,7 @@ from pydantic import BaseModel
 
 from tui_agent import Memory, SqliteStore, create_tool
 from tui_agent.events import CHUNK_TYPES, END_TYPES, Chunk, Source, UsagePayload, is_end
+from tui_agent.store.sqlite import new_id
 from tui_agent.testing import ScriptedModel
 
 R = "res-1"
@@ -124,6 +126,20 @@ async def test_abort_and_error_chunks_fit_their_types(
         assert chunks[-1]["type"] == end
         for chunk in chunks:
             assert shape_errors(chunk) == [], chunk
+
+
+async def test_chunks_the_store_writes_itself_fit_their_types(store: SqliteStore) -> None:
+    """A run's ``start`` written when a lease is taken, and the ``interrupted`` of a run whose
+    owner died (its lease expired and was reaped)."""
+    dead = new_id()
+    assert await store.start_run("t-dead", R, dead, owner="dead-process", ttl_s=30)
+    with sqlite3.connect(store.path) as plain:
+        plain.execute("UPDATE leases SET expires_at = expires_at - 3600")
+    assert await store.reap_expired_lease("t-dead")
+    logged = await store.read_events("t-dead", 0)
+    assert [e["type"] for e in logged] == ["start", "interrupted"]
+    for chunk in logged:
+        assert shape_errors(chunk) == [], chunk
 
 
 def test_shape_errors_finds_a_drifted_payload() -> None:
