@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tui_agent.store",),
     ("tui_agent.signals", "tui_agent.models", "tui_agent.tools", "tui_agent.testing"),
     ("tui_agent.errors", "tui_agent._util", "tui_agent.context", "tui_agent.paths",
-     "tui_agent.settings"),
+     "tui_agent.settings", "tui_agent.events"),
 ]
 
 

@@ -1,8 +1,13 @@
-"""Small helpers shared across the core."""
+"""Small helpers shared across the core, one of each (tests/test_shared_helpers.py).
+
+``dumps``/``loads`` are how every JSON column and payload is written and read (compact, UTF-8
+as is, a value JSON cannot hold written as its ``str()`` rather than failing a write).
+"""
 
 from __future__ import annotations
 
 import inspect
+import json
 from typing import Any
 
 
@@ -25,3 +30,26 @@ def as_dict(value: Any, what: str) -> dict[str, Any]:
     from tui_agent.errors import ConfigError
 
     raise ConfigError(f"{what} must be a dict or a pydantic model, not {type(value).__name__}")
+
+
+def dumps(value: Any) -> str:
+    """``value`` as compact JSON; what JSON cannot hold (a datetime, a set) as its ``str()``."""
+    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
+def loads(text: str | None) -> Any:
+    """The value of a JSON column (``None`` for SQL NULL)."""
+    return None if text is None else json.loads(text)
+
+
+def json_round_trip(value: Any) -> Any:
+    """``value`` as it reads back from the store: tuples become lists, keys strings, and what
+    JSON cannot hold its ``str()`` (so what is returned equals what another process reads)."""
+    return loads(dumps(value))
+
+
+def dump_if_model(value: Any) -> Any:
+    """A pydantic model as its JSON-mode dict; any other value unchanged (a tool's output is
+    kept as the tool gave it, only a model is opened up so that it streams and stores)."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if dump is not None else value

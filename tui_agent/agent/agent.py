@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tui_agent._util import as_dict, maybe_await
+from tui_agent._util import as_dict, json_round_trip, maybe_await
 from tui_agent.agent.instructions import check_instructions, resolve_instructions
 from tui_agent.agent.options import RunOptions, parse_hooks, parse_run_options
 from tui_agent.agent.output import AgentOutput
@@ -283,7 +283,7 @@ class Agent:
             except Exception as error:  # a broken scorer must not fail the answer
                 scores[name] = {"error": f"{type(error).__name__}: {error}"}
         if run.memory is not None:
-            await run.memory.store.set_run_scores(run.run_id, _jsonable(scores))
+            await run.memory.store.set_run_scores(run.run_id, json_round_trip(scores))
         return scores
 
     # -- editor -------------------------------------------------------------------------------
@@ -498,10 +498,4 @@ def _workflow_tool(key: str, workflow: Callable[..., Any]) -> Tool:
         input_schema={"type": "object", "properties": {"input_data": {}}},
         execute=run,
     )
-
-
-def _jsonable(value: Any) -> Any:
-    import json
-
-    return json.loads(json.dumps(value, default=str))
 

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from tui_agent.agent.result import GenerateResult
+from tui_agent.events import TEXT_DELTA
 
 _END = object()
 
@@ -60,7 +61,7 @@ class AgentOutput:
 
         async def texts() -> AsyncIterator[str]:
             async for chunk in self:
-                if chunk["type"] == "text-delta":
+                if chunk["type"] == TEXT_DELTA:
                     yield chunk["payload"]["text"]
 
         return texts()

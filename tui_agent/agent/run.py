@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tui_agent._util import maybe_await
+from tui_agent._util import dump_if_model, maybe_await
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.processors import RetryStep
 from tui_agent.agent.result import (
@@ -27,8 +27,27 @@ from tui_agent.agent.result import (
     UsageInfo,
 )
 from tui_agent.errors import ProcessorError
+from tui_agent.events import (
+    ABORT,
+    DATA_USER_MESSAGE,
+    ERROR,
+    FINISH,
+    FROM_AGENT,
+    FROM_USER,
+    START,
+    STEP_FINISH,
+    STEP_START,
+    TEXT_DELTA,
+    TOOL_CALL,
+    TOOL_RESULT,
+    ChunkType,
+    Source,
+    StartPayload,
+    echo_source,
+    echo_type,
+)
 from tui_agent.models.base import ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
-from tui_agent.store.records import EventIn, MessageIn, echo_source, echo_type
+from tui_agent.store.records import EventIn, MessageIn
 from tui_agent.tools import Tool, ToolContext, ToolInputError
 
 if TYPE_CHECKING:
@@ -113,7 +132,7 @@ class Run:
 
     # -- chunks -------------------------------------------------------------------------------
 
-    def emit(self, type_: str, payload: dict[str, Any], source: str = "AGENT") -> None:
+    def emit(self, type_: ChunkType, payload: dict[str, Any], source: Source = FROM_AGENT) -> None:
         self.output.push({"type": type_, "run_id": self.run_id, "from": source, "payload": payload})
         if self.memory is not None:
             self._log.append(EventIn(type_, payload, self.run_id, source))
@@ -175,11 +194,11 @@ class Run:
             self.deps.runtime.forget(self)
 
     def emit_start(self) -> None:
-        payload = {"run_id": self.run_id, "agent_id": self.deps.agent_id}
-        if self.thread_id:
+        payload: StartPayload = {"run_id": self.run_id, "agent_id": self.deps.agent_id}
+        if self.thread_id and self.resource_id:  # both or neither: a memory target
             payload |= {"thread_id": self.thread_id, "resource_id": self.resource_id}
         self.output.push(
-            {"type": "start", "run_id": self.run_id, "from": "AGENT", "payload": payload}
+            {"type": START, "run_id": self.run_id, "from": FROM_AGENT, "payload": payload}
         )
 
     async def _prepare(self) -> None:
@@ -195,9 +214,9 @@ class Run:
             stored = [MessageIn("user", m["content"], self.run_id) for m in inputs]
             for message, m in zip(stored, inputs, strict=True):
                 self.emit(
-                    "data-user-message",
+                    DATA_USER_MESSAGE,
                     {"id": message.id, "type": "user", "contents": m["content"]},
-                    "USER",
+                    FROM_USER,
                 )
             await self._flush(stored)
             self.messages.extend(inputs)
@@ -249,7 +268,7 @@ class Run:
                 stored += [self._tool_message(r) for r in tool_results]
             step = self._record_step(outcome, tool_results)
             self.emit(
-                "step-finish",
+                STEP_FINISH,
                 {
                     "step": step.step,
                     "finish_reason": outcome.finish_reason,
@@ -298,7 +317,7 @@ class Run:
     async def _step(self, index: int) -> _StepOutcome:
         retries = 0
         while True:
-            self.emit("step-start", {"step": index})
+            self.emit(STEP_START, {"step": index})
             # a copy: a processor that edits in place must not rewrite the run's history
             messages = await self.deps.process_input(list(self.messages), self)
             outcome = await self._call_model(messages)
@@ -345,14 +364,14 @@ class Run:
                     if chunk:
                         text.append(chunk)
                         self._partial += chunk
-                        self.emit("text-delta", {"text": chunk})
+                        self.emit(TEXT_DELTA, {"text": chunk})
             elif type(event) is ToolCallDelta:
                 _add_tool_delta(calls, event)
             elif type(event) is StepEnd:
                 end = event
         tool_calls = [self._tool_call(index, c) for index, c in sorted(calls.items())]
         for call in tool_calls:
-            self.emit("tool-call", call.model_dump())
+            self.emit(TOOL_CALL, call.model_dump())
         finish = "tool-calls" if tool_calls else end.finish_reason
         return _StepOutcome("".join(text), tool_calls, finish, end.usage or Usage())
 
@@ -374,7 +393,7 @@ class Run:
 
     async def _run_tool(self, call: ToolCall) -> ToolResult:
         result = await self._execute_tool(call)
-        self.emit("tool-result", result.model_dump())
+        self.emit(TOOL_RESULT, result.model_dump())
         return result
 
     async def _execute_tool(self, call: ToolCall) -> ToolResult:
@@ -415,7 +434,7 @@ class Run:
             tool_call_id=call.tool_call_id,
             tool_name=call.tool_name,
             args=call.args,
-            result=_jsonable(output),
+            result=dump_if_model(output),
         )
 
     def _tool_context_fields(self) -> dict[str, Any]:
@@ -505,7 +524,7 @@ class Run:
             return False
         self._finished = True
         self.output.push(
-            {"type": "finish", "run_id": self.run_id, "from": "AGENT", "payload": payload}
+            {"type": FINISH, "run_id": self.run_id, "from": FROM_AGENT, "payload": payload}
         )
         self._start_next(outcome)
         return True
@@ -537,7 +556,7 @@ class Run:
         if self.memory is None:
             return None
         assert self.thread_id and self.resource_id
-        final_type = {"finished": "finish", "aborted": "abort", "failed": "error"}[status]
+        final_type = {"finished": FINISH, "aborted": ABORT, "failed": ERROR}[status]
         await self._settle_flusher()
         pending = self._take_log()
         events = [*pending, EventIn(final_type, payload, self.run_id)]
@@ -577,7 +596,7 @@ class Run:
             self._end_in_store("aborted", "abort", payload, force=True, messages=messages)
         )
         self.output.push(
-            {"type": "abort", "run_id": self.run_id, "from": "AGENT", "payload": payload}
+            {"type": ABORT, "run_id": self.run_id, "from": FROM_AGENT, "payload": payload}
         )
         self._start_next(outcome)  # a message queued behind an aborted run still runs
         return self.result("abort")
@@ -586,7 +605,7 @@ class Run:
         message = f"{type(error).__name__}: {error}"
         payload = {"error": message, "finish_reason": "error"}
         self.output.push(
-            {"type": "error", "run_id": self.run_id, "from": "AGENT", "payload": payload}
+            {"type": ERROR, "run_id": self.run_id, "from": FROM_AGENT, "payload": payload}
         )
         # What was already said stays said: the partial answer is stored, marked failed.
         partial = [] if not self._partial else [
@@ -640,7 +659,7 @@ def _merge_text_deltas(events: list[EventIn]) -> list[EventIn]:
     merged: list[EventIn] = []
     for event in events:
         last = merged[-1] if merged else None
-        if last is not None and last.type == event.type == "text-delta":
+        if last is not None and last.type == event.type == TEXT_DELTA:
             last.payload = {"text": last.payload["text"] + event.payload["text"]}
         else:
             merged.append(EventIn(event.type, event.payload, event.run_id, event.source))
@@ -666,11 +685,6 @@ def _tool_result_text(result: ToolResult) -> str:
 
 def _arguments_text(args: Any) -> str:
     return args if isinstance(args, str) else json.dumps(args)
-
-
-def _jsonable(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    return dump(mode="json") if dump is not None else value
 
 
 def _usage_info(usage: Usage) -> UsageInfo:

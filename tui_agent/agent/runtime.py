@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tui_agent.agent.options import RunOptions, parse_run_options
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.run import Run, RunDeps, RunPlan
+from tui_agent.events import ERROR
 from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
 from tui_agent.store.records import EventIn
 
@@ -119,7 +120,7 @@ class ThreadRuntime:
                 finish_reason="error",
                 error=message,
                 force=True,
-                events=[EventIn("error", {"error": message, "finish_reason": "error"}, run_id)],
+                events=[EventIn(ERROR, {"error": message, "finish_reason": "error"}, run_id)],
             )
             raise
         return self.launch(plan)

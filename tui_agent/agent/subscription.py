@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from tui_agent.errors import ConfigError
+from tui_agent.events import END_TYPES, START
 from tui_agent.signals.data import parse_target
 
 if TYPE_CHECKING:
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 POLL_S = 0.01  # cross-process: how often data_version is checked
 REAP_EVERY_S = 1.0  # how often a dead owner's lease is looked for while a run seems live
-END_TYPES = {"finish", "abort", "error", "interrupted"}
 
 
 class ThreadSubscription:
@@ -96,7 +96,7 @@ class ThreadSubscription:
         return last_version
 
     def _track(self, event: dict[str, Any]) -> None:
-        if event["type"] == "start":
+        if event["type"] == START:
             self._active_run_id = event["run_id"]
         elif event["type"] in END_TYPES and event["run_id"] == self._active_run_id:
             self._active_run_id = None

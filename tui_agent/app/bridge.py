@@ -21,6 +21,7 @@ from textual.message_pump import MessagePump
 
 from tui_agent.app.transcript import Transcript
 from tui_agent.errors import TuiAgentError
+from tui_agent.events import DATA_SIGNAL, DATA_USER_MESSAGE, END_TYPES, START
 
 FIRST_PAGE = 20  # messages mounted when a pane opens: a screenful, so a pane paints fast
 HISTORY_PAGE = 50  # messages paged in per step scrolled back (or until the view can scroll)
@@ -113,9 +114,9 @@ class ThreadFeed:
                 self.transcript.apply(event)
                 self._taken(event)
                 self._state_event(event)
-                if event.get("type") == "start" and not self.title:
+                if event.get("type") == START and not self.title:
                     await self._read_title()  # the thread may have been created since
-                if event.get("type") in ("finish", "abort", "error", "interrupted"):
+                if event.get("type") in END_TYPES:
                     usage = (event.get("payload") or {}).get("usage") or {}
                     self.thread_tokens += int(usage.get("input_tokens") or 0) + int(
                         usage.get("output_tokens") or 0
@@ -140,14 +141,14 @@ class ThreadFeed:
     def _state_event(self, event: dict[str, Any]) -> None:
         """A state lane changed: tell the pane (its state panel re-reads the lanes)."""
         payload = event.get("payload") or {}
-        if event.get("type") == "data-signal" and payload.get("type") == "state":
+        if event.get("type") == DATA_SIGNAL and payload.get("type") == "state":
             self.state_events += 1
             lane_id = str((payload.get("attributes") or {}).get("id") or "")
             self._target.post_message(self.StateChanged(self, lane_id))
 
     def _taken(self, event: dict[str, Any]) -> None:
         """A waiting signal's echo: a run took it, so it no longer waits."""
-        if self.waiting and event.get("type") in ("data-user-message", "data-signal"):
+        if self.waiting and event.get("type") in (DATA_USER_MESSAGE, DATA_SIGNAL):
             taken = (event.get("payload") or {}).get("id")
             self.waiting = [w for w in self.waiting if w["id"] != taken]
 

@@ -14,13 +14,13 @@ model only ever holds what the pane keeps mounted (``prune_to``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_agent.cli.render import signal_text
+from tui_agent import events
+from tui_agent.signals.data import signal_text
 
-END_TYPES = {"finish", "abort", "error", "interrupted"}
 SIGNAL_ICONS = {"state": "⟳", "notification": "✉", "reactive": "↺", "digest": "✉"}
 
 
@@ -171,7 +171,7 @@ class Transcript:
 
     # -- live events ---------------------------------------------------------------------------
 
-    def apply(self, event: dict[str, Any]) -> None:
+    def apply(self, event: events.Chunk | dict[str, Any]) -> None:
         kind = str(event.get("type"))
         payload = event.get("payload") or {}
         run_id = event.get("run_id")
@@ -179,7 +179,7 @@ class Transcript:
         if handler is not None:
             handler(run_id, payload)
 
-    def _on_start(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_start(self, run_id: str | None, payload: events.StartPayload) -> None:
         if not run_id:
             return
         if run_id in self._runs_from_history:  # the stream replays this run from its start
@@ -190,7 +190,7 @@ class Transcript:
         self.runs[run_id] = run
         self.last_run = run
 
-    def _on_text_delta(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_text_delta(self, run_id: str | None, payload: events.TextDeltaPayload) -> None:
         text = payload.get("text") or ""
         if not text or not run_id:
             return
@@ -207,17 +207,17 @@ class Transcript:
         entry.text += text
         self._touch(entry)
 
-    def _on_step_finish(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_step_finish(self, run_id: str | None, payload: events.StepFinishPayload) -> None:
         self._close_text(run_id, "done")
 
-    def _on_tool_call(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_tool_call(self, run_id: str | None, payload: events.ToolCallPayload) -> None:
         self._close_text(run_id, "done")
         entry = self._new("tool", run_id=run_id, tag=str(payload.get("tool_name", "?")),
                           args=payload.get("args"), status="running")
         self._tool_calls[str(payload.get("tool_call_id"))] = entry
         self._add(entry)
 
-    def _on_tool_result(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_tool_result(self, run_id: str | None, payload: events.ToolResultPayload) -> None:
         entry = self._tool_calls.get(str(payload.get("tool_call_id")))
         if entry is None:
             return
@@ -225,31 +225,31 @@ class Transcript:
         entry.status = "error" if payload.get("is_error") else "ok"
         self._touch(entry)
 
-    def _on_finish(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_finish(self, run_id: str | None, payload: events.FinishPayload) -> None:
         self._end_run(run_id, "finished", "done", payload)
         if payload.get("finish_reason") == "tool-calls":
             self._add(self._new("marker", run_id=run_id, status="warning",
                                 text="stopped at max_steps with tool calls pending"))
 
-    def _on_abort(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_abort(self, run_id: str | None, payload: events.AbortPayload) -> None:
         self._end_run(run_id, "aborted", "aborted", payload)
         self._add(self._new("marker", run_id=run_id, status="aborted",
                             text="aborted — the partial answer is kept"))
 
-    def _on_error(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_error(self, run_id: str | None, payload: events.ErrorPayload) -> None:
         self._end_run(run_id, "failed", "failed", payload)
         self._add(self._new("marker", run_id=run_id, status="failed",
                             text=str(payload.get("error") or "the run failed")))
 
-    def _on_interrupted(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_interrupted(self, run_id: str | None, payload: events.InterruptedPayload) -> None:
         self._end_run(run_id, "interrupted", "interrupted", payload)
         self._add(self._new("marker", run_id=run_id, status="interrupted",
                             text="interrupted: the process running it stopped"))
 
-    def _on_data_user_message(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_data_user_message(self, run_id: str | None, payload: events.SignalPayload) -> None:
         self._on_data_signal(run_id, payload)
 
-    def _on_data_signal(self, run_id: str | None, payload: dict[str, Any]) -> None:
+    def _on_data_signal(self, run_id: str | None, payload: events.SignalPayload) -> None:
         signal_id = payload.get("id")
         if signal_id and signal_id in self._seen_signals:
             return
@@ -260,7 +260,7 @@ class Transcript:
 
     # -- building blocks -----------------------------------------------------------------------
 
-    def _signal_entry(self, signal: dict[str, Any], **base: Any) -> Entry | None:
+    def _signal_entry(self, signal: Mapping[str, Any], **base: Any) -> Entry | None:
         signal_id = signal.get("id")
         if signal_id:
             self._seen_signals.add(str(signal_id))
@@ -278,7 +278,7 @@ class Transcript:
                          attributes=attributes, signal_id=signal_id, **base)
 
     def _end_run(self, run_id: str | None, status: str, text_status: str,
-                 payload: dict[str, Any]) -> None:
+                 payload: Mapping[str, Any]) -> None:
         self._close_text(run_id, text_status)
         if not run_id:
             return

@@ -36,12 +36,12 @@ from tui_agent.cli.render import (
     TerminalEcho,
     author_of,
     badge_colour,
-    is_end,
     make_console,
     one_line,
     quiet_terminal,
 )
 from tui_agent.errors import TuiAgentError
+from tui_agent.events import is_end
 
 HELP = """\
 Type a message and press Enter. Commands:

@@ -22,9 +22,23 @@ from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.text import Text
 
+from tui_agent.events import (
+    AbortPayload,
+    Chunk,
+    ErrorPayload,
+    FinishPayload,
+    InterruptedPayload,
+    SignalPayload,
+    StartPayload,
+    StepFinishPayload,
+    TextDeltaPayload,
+    ToolCallPayload,
+    ToolResultPayload,
+)
+from tui_agent.signals.data import signal_text
+
 REFRESH_PER_SECOND = 8  # the live tail's repaint rate: smooth enough, cheap on 2 cores
 _BADGE_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
-_END_TYPES = {"finish", "abort", "error", "interrupted"}
 _ONE_LINE = 160  # tool arguments/results and signal texts are cut to this many characters
 
 
@@ -41,16 +55,6 @@ def one_line(value: Any, limit: int = _ONE_LINE) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def signal_text(contents: Any) -> str:
-    """The text of a signal's contents: a string, or its text parts joined."""
-    if isinstance(contents, str):
-        return contents
-    if isinstance(contents, list):
-        parts = [p.get("text", "") for p in contents if isinstance(p, dict)]
-        return "\n".join(p for p in parts if p)
-    return str(contents)
 
 
 def author_of(attributes: dict[str, Any]) -> str:
@@ -255,7 +259,7 @@ class Renderer:
 
     # -- entry point ------------------------------------------------------------------------
 
-    def handle(self, chunk: dict[str, Any]) -> None:
+    def handle(self, chunk: Chunk | dict[str, Any]) -> None:
         kind = chunk.get("type")
         handler = getattr(self, "_on_" + str(kind).replace("-", "_"), None)
         if handler is not None:
@@ -271,7 +275,7 @@ class Renderer:
             self._stream.close()
             self._stream = None
 
-    def _header(self, chunk: dict[str, Any]) -> None:
+    def _header(self, chunk: Chunk) -> None:
         run_id = chunk.get("run_id") or ""
         if run_id in self._headed:
             return
@@ -285,12 +289,12 @@ class Renderer:
 
     # -- chunk types ------------------------------------------------------------------------
 
-    def _on_start(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_start(self, chunk: Chunk, payload: StartPayload) -> None:
         self._end_text()
         if payload.get("agent_id"):
             self._agents[chunk.get("run_id") or ""] = str(payload["agent_id"])
 
-    def _on_text_delta(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_text_delta(self, chunk: Chunk, payload: TextDeltaPayload) -> None:
         text = payload.get("text") or ""
         if not text:
             return
@@ -302,10 +306,10 @@ class Renderer:
             text = text.lstrip("\n")
         self._stream.feed(text)
 
-    def _on_step_finish(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_step_finish(self, chunk: Chunk, payload: StepFinishPayload) -> None:
         self._end_text()
 
-    def _on_tool_call(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_tool_call(self, chunk: Chunk, payload: ToolCallPayload) -> None:
         self._end_text()
         self._header(chunk)
         name = payload.get("tool_name", "?")
@@ -314,7 +318,7 @@ class Renderer:
                           (f"({one_line(payload.get('args', {}))})", "yellow"))
         )
 
-    def _on_tool_result(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_tool_result(self, chunk: Chunk, payload: ToolResultPayload) -> None:
         self._end_text()
         result = payload.get("result")
         if payload.get("is_error"):
@@ -323,21 +327,21 @@ class Renderer:
         else:
             self.console.print(Text(f"  ↳ {one_line(result)}", style="dim"))
 
-    def _on_finish(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_finish(self, chunk: Chunk, payload: FinishPayload) -> None:
         self._end_text()
         if payload.get("finish_reason") == "tool-calls":
             self.notice("  (stopped at max_steps with tool calls pending)", "yellow")
 
-    def _on_abort(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_abort(self, chunk: Chunk, payload: AbortPayload) -> None:
         self.notice("  ⏹ aborted — the partial answer is kept", "yellow")
 
-    def _on_error(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_error(self, chunk: Chunk, payload: ErrorPayload) -> None:
         self.notice(f"  ✗ {payload.get('error', 'the run failed')}", "bold red")
 
-    def _on_interrupted(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_interrupted(self, chunk: Chunk, payload: InterruptedPayload) -> None:
         self.notice("  ⚠ run interrupted: the process running it stopped", "yellow")
 
-    def _on_data_user_message(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_data_user_message(self, chunk: Chunk, payload: SignalPayload) -> None:
         if payload.get("id") in self.hide_echoes:
             self._end_text()
             return
@@ -346,7 +350,7 @@ class Renderer:
         text = signal_text(payload.get("contents", ""))
         self.console.print(Text.assemble((author, f"bold {badge_colour(author)}"), " › ", text))
 
-    def _on_data_signal(self, chunk: dict[str, Any], payload: dict[str, Any]) -> None:
+    def _on_data_signal(self, chunk: Chunk, payload: SignalPayload) -> None:
         self._end_text()
         kind = payload.get("type", "signal")
         tag = payload.get("tag_name") or kind
@@ -358,11 +362,7 @@ class Renderer:
         self.console.print(Text.assemble((head, "cyan"), " ", (text, "dim")))
 
 
-def is_end(chunk: dict[str, Any]) -> bool:
-    return chunk.get("type") in _END_TYPES
-
-
-def chunk_json(chunk: dict[str, Any]) -> str:
+def chunk_json(chunk: Chunk | dict[str, Any]) -> str:
     """One line of ``watch --json``: the chunk's public keys."""
     public = {key: chunk.get(key) for key in ("type", "run_id", "from", "payload")}
     return json.dumps(public, ensure_ascii=False, default=str)

@@ -16,6 +16,7 @@ from typing import Any
 from tui_agent.cli.common import build_agent, check_model, message_of, parse_attrs
 from tui_agent.cli.render import Renderer, make_console, quiet_terminal
 from tui_agent.errors import ConfigError
+from tui_agent.events import ERROR
 
 
 async def run_send(args: argparse.Namespace) -> int:
@@ -67,7 +68,7 @@ async def _drive(agent: Any, output: Any, *, quiet: bool) -> int:
     try:
         with quiet_terminal():
             async for chunk in output:
-                failed = failed or chunk["type"] == "error"
+                failed = failed or chunk["type"] == ERROR
                 if not quiet:
                     renderer.handle(chunk)
     finally:

@@ -10,6 +10,7 @@ from typing import Any
 
 from tui_agent.cli.common import build_agent, store_path
 from tui_agent.cli.render import Renderer, chunk_json, make_console, quiet_terminal
+from tui_agent.events import Chunk
 
 
 async def run_watch(args: argparse.Namespace) -> int:
@@ -39,7 +40,7 @@ async def run_watch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show(chunk: dict[str, Any], renderer: Renderer, as_json: bool) -> None:
+def _show(chunk: Chunk | dict[str, Any], renderer: Renderer, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(chunk_json(chunk) + "\n")
         sys.stdout.flush()

@@ -236,10 +236,19 @@ class Signal(BaseModel):
         return self.tag_name or DEFAULT_TAGS[self.type]
 
 
-def signal_text(contents: str | list[dict[str, Any]]) -> str:
+def signal_text(contents: object) -> str:
+    """The text of a signal's contents (what the model sees inside its element, and what a
+    transcript shows): a string as is, the text parts of a list joined with newlines (file
+    parts left out). Contents read back from a log may be anything: other values show as
+    ``str()``, list items that are not parts are skipped."""
     if isinstance(contents, str):
         return contents
-    return "\n".join(p["text"] for p in contents if p.get("type") == "text")
+    if isinstance(contents, list):
+        return "\n".join(
+            str(p.get("text", "")) for p in contents
+            if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return str(contents)
 
 
 def _from_validation_error(exc: ValidationError, what: str) -> SignalError:

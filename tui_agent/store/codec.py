@@ -3,18 +3,11 @@ round-trips the same whichever store keeps it (``tests/test_store_contract.py``)
 
 from __future__ import annotations
 
-import json
 import uuid
-from typing import Any
 
+from tui_agent._util import dumps, loads
 
-def dumps(value: Any) -> str:
-    """Compact JSON text; a value JSON cannot hold (a datetime, a set) is stored as its str."""
-    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
-
-
-def loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+__all__ = ["dumps", "loads", "new_id"]
 
 
 def new_id() -> str:

@@ -181,15 +181,6 @@ class FinishOutcome:
     next_run_id: str | None = None  # a queued message starts this run (lease kept)
 
 
-def echo_source(signal_type: str) -> str:
-    """The ``from`` of a signal's echo: people send user messages, the rest is the system's."""
-    return "USER" if signal_type == "user" else "SYSTEM"
-
-
-def echo_type(signal_type: str) -> str:
-    return "data-user-message" if signal_type == "user" else "data-signal"
-
-
 def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
     """The stored user message of a delivered or persisted signal."""
     return MessageIn(

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import tui_agent.store.txn as txn
 from tui_agent.errors import StoreError
+from tui_agent.events import echo_source, echo_type
 from tui_agent.store.aiosqlite_private import make_worker_daemon, run_with_connection
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.location import MEMORY, default_location, sqlite_path
@@ -40,8 +41,6 @@ from tui_agent.store.records import (
     RunRecord,
     SignalIn,
     ThreadRecord,
-    echo_source,
-    echo_type,
     to_datetime,
 )
 from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from tui_agent.errors import StoreError
+from tui_agent.events import FINISH, FROM_AGENT, INTERRUPTED, START, echo_source, echo_type
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.records import (
     EventIn,
@@ -19,8 +20,6 @@ from tui_agent.store.records import (
     MessageIn,
     RouteResult,
     SignalIn,
-    echo_source,
-    echo_type,
     signal_message,
 )
 
@@ -145,7 +144,7 @@ def interrupt(conn: Conn, thread_id: str, run_id: str) -> None:
         (now, run_id),
     )
     payload = {"reason": "interrupted", "detail": "the run's owner stopped renewing its lease"}
-    append(conn, thread_id, "", [], [EventIn("interrupted", payload, run_id)])
+    append(conn, thread_id, "", [], [EventIn(INTERRUPTED, payload, run_id)])
 
 
 def reap_expired(conn: Conn, thread_id: str) -> bool:
@@ -178,7 +177,7 @@ def begin_run(
     cursor = conn.execute(
         "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
         " VALUES (?,?,?,?,?,?)",
-        (thread_id, run_id, "start", "AGENT", dumps({"agent_id": agent_id}), now),
+        (thread_id, run_id, START, FROM_AGENT, dumps({"agent_id": agent_id}), now),
     )
     conn.execute(
         "INSERT INTO runs(id, thread_id, resource_id, agent_id, owner, status, start_seq,"
@@ -377,8 +376,8 @@ def persist(
     )
     events = [EventIn(echo_type(signal.type), signal.data, run_id, echo_source(signal.type))]
     if tiny_run:
-        events.insert(0, EventIn("start", {"persisted": True}, run_id))
-        events.append(EventIn("finish", {"finish_reason": "stop", "persisted": True}, run_id))
+        events.insert(0, EventIn(START, {"persisted": True}, run_id))
+        events.append(EventIn(FINISH, {"finish_reason": "stop", "persisted": True}, run_id))
     append(conn, thread_id, resource_id, [message], events)
 
 
