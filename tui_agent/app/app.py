@@ -110,6 +110,7 @@ class TuiAgentApp(App[int]):
         self._theme_errors: list[str] = []
         self._demo_stop: Any = None
         self._unread: dict[str, int] = {}  # inbox records pending or delivered, per thread
+        self._focus_pending: ThreadPane | None = None  # moved by the app, not landed yet
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -236,6 +237,7 @@ class TuiAgentApp(App[int]):
     def _focus(self, pane: ThreadPane) -> None:
         for each in self.panes:
             each.focused = each is pane
+        self._focus_pending = pane
         self.call_after_refresh(self._focus_composer, pane)
         self._update_bar()
 
@@ -244,6 +246,12 @@ class TuiAgentApp(App[int]):
         # takes it, or a late callback would move the focus (and the app's idea of it) back.
         if pane.focused and pane.is_attached:
             pane.focus_composer()
+        if self._focus_pending is pane:
+            self.call_after_refresh(self._focus_landed, pane)
+
+    def _focus_landed(self, pane: ThreadPane) -> None:
+        if self._focus_pending is pane:
+            self._focus_pending = None
 
     def focused_pane(self) -> ThreadPane | None:
         for pane in self.panes:
@@ -270,6 +278,9 @@ class TuiAgentApp(App[int]):
         pane = message.pane
         if pane.focused or pane not in self.panes:
             return
+        pending = self._focus_pending
+        if pending is not None and pending is not pane and not message.clicked:
+            return  # focus from before the app moved it on (keys, a new pane): stale
         widget = self.focused  # a stale focus event (focus has moved on since) is ignored
         if message.clicked or (widget is not None and pane in widget.ancestors_with_self):
             self._focus(pane)
