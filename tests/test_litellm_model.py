@@ -11,7 +11,8 @@ from openai_server import FakeOpenAIServer
 
 from tui_agent.errors import MissingCredentialError, ModelCallError, UnknownProviderError
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta
-from tui_agent.models.litellm_model import LiteLLMModel, _redact
+from tui_agent.models.litellm_model import LiteLLMModel
+from tui_agent.models.redaction import redact
 from tui_agent.models.resolve import FallbackModel, ModelConfig, resolve_model
 
 pytestmark = pytest.mark.integration
@@ -166,7 +167,7 @@ def echo_credentials(server: FakeOpenAIServer) -> None:
 def test_the_key_shapes_are_ones_the_generic_pattern_misses() -> None:
     # Otherwise the next test could not tell a known key redacted from a pattern match.
     for key in KEY_SHAPES.values():
-        assert _redact(f"key: {key}", []) == f"key: {key}"
+        assert redact(f"key: {key}", []) == f"key: {key}"
 
 
 @pytest.mark.parametrize("source", KEY_SOURCES)
