@@ -383,6 +383,9 @@ class Agent:
             await asyncio.wait_for(stop_dispatcher(self), timeout)
         if not await self._settle(timeout):  # a run that the dispatcher's last pass woke
             aborted += await self._stop_work(timeout)
+        from tui_agent.models.http_client import close_shared_client
+
+        await close_shared_client()  # the direct model path's idle keep-alive connections
         return aborted
 
     def _pending(self) -> list[asyncio.Task[Any]]:

@@ -175,9 +175,12 @@ async def check_model(agent: Any, *, warm: bool) -> None:
 
 
 async def _preload_litellm(model: Any) -> None:
-    """The local model answers through litellm too: import it (seconds) while the model
-    loads, not when the first answer is asked for."""
-    if not str(getattr(model, "model_id", "")).startswith("local/"):
+    """A local model forced onto litellm's path answers through litellm: import it (seconds)
+    while the model loads, not when the first answer is asked for. On the default direct path
+    the local model needs no litellm at all."""
+    if getattr(model, "route", None) != "litellm" or not str(
+        getattr(model, "model_id", "")
+    ).startswith("local/"):
         return
     from tui_agent.models.litellm_model import load_litellm
 

@@ -396,3 +396,21 @@ def _status_of(exc: BaseException) -> int | None:
 def _provider_message(exc: BaseException) -> str:
     text = str(getattr(exc, "message", "") or exc) or type(exc).__name__
     return text.strip()[:500]
+
+
+def openai_compatible_endpoint(
+    model: str, api_base: str | None, api_key: str | None
+) -> tuple[str, str, str | None] | None:
+    """``(wire model, base URL, key)`` if litellm sends this ``provider/model`` to an
+    OpenAI-compatible chat-completions endpoint (its ``openai_compatible_providers``) whose base
+    URL it knows or was given; else None (litellm carries it itself)."""
+    litellm = load_litellm()
+    provider = _PROVIDER_ALIASES.get(model.partition("/")[0], model.partition("/")[0])
+    if provider not in litellm.openai_compatible_providers:
+        return None
+    try:
+        name, _, key, base = litellm.get_llm_provider(model, api_base=api_base, api_key=api_key)
+    except Exception:  # litellm cannot route it: let its own path report why
+        return None
+    base = api_base or base
+    return (name, base, api_key or key) if base else None
