@@ -13,7 +13,8 @@ A reply is one of:
   first delta, then wait for :meth:`release`, ``hold="start"`` waits before answering at all
   (tests of aborts use these instead of sleeps); a client that hangs up during a hold is
   counted in ``hangups`` (and sets ``hung_up``) at once; ``cut``
-  makes it hang up after the first delta, mid-body;
+  makes it hang up after the first delta, mid-body; ``stream_error: "..."`` sends an error
+  event (``data: {"error": {...}}``) after the first delta and ends the stream;
 - ``{"error": 500, "message": "...", "retry_after": "2"}``: that HTTP status with an
   OpenAI-style error body (and that ``Retry-After`` header; a 429 says ``0`` unless told).
 
@@ -280,6 +281,9 @@ def _sse_events(body: dict[str, Any], reply: dict[str, Any], include_usage: bool
     yield chunk({"role": "assistant", "content": ""})
     for piece in reply["text"]:
         yield chunk({"content": piece})
+        if reply.get("stream_error"):
+            yield json.dumps({"error": {"message": reply["stream_error"], "type": "server_error"}})
+            return
     for index, call in enumerate(reply["tool_calls"]):
         head = {"index": index, "id": call["id"], "type": "function",
                 "function": {"name": call["name"], "arguments": ""}}

@@ -167,36 +167,37 @@ class OpenAIHTTPModel:
         stream_opened()
         watcher = _close_on_abort(abort, response) if abort is not None else None
         step = _Step()
+        watchdog = _Watchdog(response, call.timeouts)
         try:
-            async for event in self._events(response, call, step):
+            async for event in self._events(response, step, watchdog):
                 yield event
         except Exception as exc:
             if abort is not None and abort.is_set():
                 return  # the stream was closed under us on purpose
-            raise self._error(exc, call, started=step.started) from exc
+            failure = _Stalled(watchdog.expired) if watchdog.expired else exc
+            raise self._error(failure, call, started=step.started) from exc
         finally:
             stream_closed()
+            watchdog.cancel()
             if watcher is not None:
                 watcher.cancel()
             await response.aclose()
         yield step.end()
 
-    async def _events(self, response: Any, call: _Call, step: _Step) -> AsyncIterator[ModelEvent]:
+    async def _events(
+        self, response: Any, step: _Step, watchdog: _Watchdog
+    ) -> AsyncIterator[ModelEvent]:
         from httpx_sse import EventSource
 
         loads = json.loads
-        events = EventSource(response).aiter_sse()
-        first = True
-        async for sse in events:
-            if first:  # from here on, the wait for each chunk is the between-chunks timeout
-                first = False
-                step.started = True
-                response.request.extensions["timeout"]["read"] = call.timeouts.between_chunks
+        async for sse in EventSource(response).aiter_sse():
+            watchdog.chunk()
             data = sse.data
             if data == "[DONE]":
                 step.done = True  # read on to the body's end: the connection stays reusable
                 continue
             if data:
+                step.started = True
                 for event in step.feed(loads(data)):
                     yield event
         if not step.done and step.finish is None:
@@ -311,6 +312,55 @@ class OpenAIHTTPModel:
         where = f"HTTP {status}" if status is not None else "no response"
         return ModelCallError(f"model {self._model_id!r} failed ({kind}, {where}): {detail}",
                               status_code=status, model=self._model_id)
+
+
+class _Watchdog:
+    """Closes the response when the stream stalls: ``first_byte`` seconds without a first SSE
+    event, then ``between_chunks`` seconds without the next one. One timer, re-armed only when
+    it fires; a chunk just records the time (the per-chunk cost is one clock read)."""
+
+    __slots__ = ("_close", "_first", "_handle", "_limit", "_loop", "_response", "_timeouts",
+                 "expired", "last")
+
+    def __init__(self, response: Any, timeouts: Timeouts) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._response = response
+        self._timeouts = timeouts
+        self._limit = timeouts.first_byte
+        self._first = True
+        self.expired: str | None = None  # which timeout closed the stream
+        self.last = self._loop.time()
+        self._handle = self._loop.call_at(self.last + self._limit, self._check)
+        # httpx's own read timeout stays only as a backstop behind this one.
+        longest = max(timeouts.first_byte, timeouts.between_chunks)
+        response.request.extensions["timeout"]["read"] = longest + 1.0
+
+    def chunk(self) -> None:
+        self.last = self._loop.time()
+        if self._first:  # the limit changes once: re-arm for it
+            self._first = False
+            self._limit = self._timeouts.between_chunks
+            self._handle.cancel()
+            self._handle = self._loop.call_at(self.last + self._limit, self._check)
+
+    def _check(self) -> None:
+        due = self.last + self._limit
+        if self._loop.time() < due:
+            self._handle = self._loop.call_at(due, self._check)
+            return
+        self.expired = "first_byte" if self._first else "between_chunks"
+        self._close = asyncio.ensure_future(self._response.aclose())
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
+class _Stalled(Exception):
+    """The watchdog closed a stalled stream (``which`` timeout)."""
+
+    def __init__(self, which: str) -> None:
+        self.which = which
+        super().__init__(which)
 
 
 class _HTTPStatusFailure(Exception):
@@ -467,13 +517,13 @@ def _message_of(error: Any) -> str:
 def _is_transport_error(exc: BaseException) -> bool:
     import httpx
 
-    return isinstance(exc, (httpx.TransportError, OSError, TimeoutError, _StreamError))
+    return isinstance(exc, (httpx.TransportError, OSError, TimeoutError, _StreamError, _Stalled))
 
 
 def _transport_kind(exc: BaseException) -> str:
     import httpx
 
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, (httpx.TimeoutException, _Stalled)):
         return "Timeout"
     if isinstance(exc, _StreamError):
         return "APIError"
@@ -485,8 +535,10 @@ def _transport_detail(exc: BaseException, timeouts: Timeouts, started: bool) -> 
 
     if isinstance(exc, httpx.ConnectTimeout):
         return f"no connection within {timeouts.connect:g} s (connect timeout)"
-    if isinstance(exc, httpx.ReadTimeout) and started:
+    if isinstance(exc, _Stalled):
+        started = exc.which == "between_chunks"
+    if isinstance(exc, (httpx.ReadTimeout, _Stalled)) and started:
         return f"no chunk for {timeouts.between_chunks:g} s (between-chunks timeout)"
-    if isinstance(exc, httpx.ReadTimeout):
+    if isinstance(exc, (httpx.ReadTimeout, _Stalled)):
         return f"no answer within {timeouts.first_byte:g} s (first-byte timeout)"
     return str(exc).strip()[:500] or type(exc).__name__
