@@ -12,7 +12,8 @@ What only this path has, each tested in ``tests/test_openai_http.py``:
 
 - timeouts: connect, first byte (until the first SSE event) and between chunks
   (:data:`DEFAULT_TIMEOUTS`; ``model_settings={"timeout": s}`` or a dict of the three);
-- retries on connect errors, 429 and 5xx before the answer starts, at most ``max_retries``
+- retries on connection errors (a stale kept-alive connection too), 429 and 5xx before the
+  answer starts, at most ``max_retries``
   (default 2), waiting what ``Retry-After`` says (capped at :data:`MAX_RETRY_WAIT_S`) or an
   exponential backoff;
 - an abort closes the HTTP stream at once (the server sees the connection close).
@@ -278,8 +279,13 @@ class OpenAIHTTPModel:
                                         headers=call.headers, timeout=timeout)
             try:
                 response = await _until_abort(client.send(sent, stream=True), abort)
-            except (httpx.ConnectError, httpx.ConnectTimeout):
-                if last or not await _wait_unless_aborted(_backoff(attempt), abort):
+            except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout) as exc:
+                # No answer: the connection failed, or a kept-alive one the server had closed
+                # meanwhile (that one is retried at once: a new connection will do).
+                stale = attempt == 0 and not isinstance(exc, (httpx.ConnectError,
+                                                              httpx.ConnectTimeout))
+                wait = 0.0 if stale else _backoff(attempt)
+                if last or not await _wait_unless_aborted(wait, abort):
                     raise
                 continue
             if response is None or response.status_code < 400:
