@@ -14,7 +14,8 @@ A reply is one of:
   (tests of aborts use these instead of sleeps); a client that hangs up during a hold is
   counted in ``hangups`` (and sets ``hung_up``) at once; ``cut``
   makes it hang up after the first delta, mid-body; ``stream_error: "..."`` sends an error
-  event (``data: {"error": {...}}``) after the first delta and ends the stream;
+  event (``data: {"error": {...}}``) after the first delta and ends the stream; ``rate: n``
+  paces the chunks at n per second (benchmarks);
 - ``{"error": 500, "message": "...", "retry_after": "2"}``: that HTTP status with an
   OpenAI-style error body (and that ``Retry-After`` header; a 429 says ``0`` unless told).
 
@@ -216,8 +217,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        rate = float(reply.get("rate") or 0)
+        started = time.monotonic()
         try:
             for i, event in enumerate(_sse_events(body, reply, include_usage)):
+                if rate:  # on a schedule, so a late chunk does not delay the ones after it
+                    time.sleep(max(0.0, started + i / rate - time.monotonic()))
                 self._write_chunk(f"data: {event}\n\n".encode())
                 if i == 1 and reply.get("hold") is True and not self._hold():
                     return  # after the role chunk and one delta; the client hung up
