@@ -159,30 +159,32 @@ class OpenAIHTTPModel:
         if abort is not None and abort.is_set():
             return
         call = self._call(request)
+        stream_opened()  # the shared client stays open while this call uses it
+        response: Any = None
+        watcher: asyncio.Task[None] | None = None
+        watchdog: _Watchdog | None = None
+        step = _Step()
         try:
             response = await self._open(call, abort)
-        except Exception as exc:
-            raise self._error(exc, call) from exc
-        if response is None:
-            return  # aborted before the provider answered
-        stream_opened()
-        watcher = _close_on_abort(abort, response) if abort is not None else None
-        step = _Step()
-        watchdog = _Watchdog(response, call.timeouts)
-        try:
+            if response is None:
+                return  # aborted before the provider answered
+            watcher = _close_on_abort(abort, response) if abort is not None else None
+            watchdog = _Watchdog(response, call.timeouts)
             async for event in self._events(response, step, watchdog):
                 yield event
         except Exception as exc:
             if abort is not None and abort.is_set():
                 return  # the stream was closed under us on purpose
-            failure = _Stalled(watchdog.expired) if watchdog.expired else exc
+            failure = _Stalled(watchdog.expired) if watchdog and watchdog.expired else exc
             raise self._error(failure, call, started=step.started) from exc
         finally:
             stream_closed()
-            watchdog.cancel()
+            if watchdog is not None:
+                watchdog.cancel()
             if watcher is not None:
                 watcher.cancel()
-            await response.aclose()
+            if response is not None:
+                await response.aclose()
         yield step.end()
 
     async def _events(
@@ -291,6 +293,7 @@ class OpenAIHTTPModel:
             if response is None or response.status_code < 400:
                 return response
             if response.status_code in _RETRY_STATUSES and not last:
+                await response.aread()  # the (small) error body: the connection stays reusable
                 await response.aclose()
                 if not await _wait_unless_aborted(_retry_wait(response, attempt), abort):
                     return None
