@@ -269,6 +269,16 @@ async def test_an_error_event_in_the_stream_is_a_model_call_error(
     assert "overloaded (key ***)" in str(info.value) and key not in str(info.value)
 
 
+async def test_an_answer_that_is_not_an_event_stream_is_a_model_call_error(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    # The fake server answers a request without stream=True with plain JSON.
+    model = OpenAIHTTPModel("openai/gpt-test", extra={"extra_body": {"stream": False}})
+    with pytest.raises(ModelCallError) as info:
+        await collect(model, request())
+    assert "text/event-stream" in str(info.value) and info.value.status_code is None
+
+
 # -- routing -----------------------------------------------------------------------------------
 async def test_an_openai_compatible_provider_goes_direct(
     openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch

@@ -525,8 +525,10 @@ def _message_of(error: Any) -> str:
 
 def _is_transport_error(exc: BaseException) -> bool:
     import httpx
+    from httpx_sse import SSEError
 
-    return isinstance(exc, (httpx.TransportError, OSError, TimeoutError, _StreamError, _Stalled))
+    return isinstance(exc, (httpx.TransportError, OSError, TimeoutError, _StreamError, _Stalled,
+                            SSEError, json.JSONDecodeError))
 
 
 def _transport_kind(exc: BaseException) -> str:
@@ -534,7 +536,7 @@ def _transport_kind(exc: BaseException) -> str:
 
     if isinstance(exc, (httpx.TimeoutException, _Stalled)):
         return "Timeout"
-    if isinstance(exc, _StreamError):
+    if isinstance(exc, (_StreamError, json.JSONDecodeError)) or type(exc).__name__ == "SSEError":
         return "APIError"
     return "APIConnectionError"
 
@@ -550,4 +552,6 @@ def _transport_detail(exc: BaseException, timeouts: Timeouts, started: bool) -> 
         return f"no chunk for {timeouts.between_chunks:g} s (between-chunks timeout)"
     if isinstance(exc, (httpx.ReadTimeout, _Stalled)):
         return f"no answer within {timeouts.first_byte:g} s (first-byte timeout)"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"the provider sent a chunk that is not JSON ({exc.msg})"
     return str(exc).strip()[:500] or type(exc).__name__
