@@ -175,6 +175,16 @@ async def agents(stores: StoreFactory) -> AsyncIterator[AgentFactory]:
 
 # -- leak guards (autouse) -------------------------------------------------------------------
 @pytest.fixture(autouse=True)
+async def _direct_http_client_closed() -> AsyncIterator[None]:
+    """The direct model path keeps one httpx client per event loop; each test has its own loop,
+    so the client is closed while that loop still runs."""
+    yield
+    http_client = sys.modules.get("tui_agent.models.http_client")
+    if http_client is not None:
+        await http_client.close_shared_client(force=True)
+
+
+@pytest.fixture(autouse=True)
 async def _litellm_connections_closed() -> AsyncIterator[None]:
     """litellm keeps HTTP clients process-wide, but each test has its own loop: a connection
     kept past its test is collected later as an unclosed socket (a ResourceWarning in some other

@@ -11,9 +11,15 @@ A reply is one of:
   "finish_reason": str, "usage": {"prompt_tokens", "completion_tokens"}, "hold": True|"start"}``;
   tool-call arguments are split over several chunks; ``hold=True`` makes the server send the
   first delta, then wait for :meth:`release`, ``hold="start"`` waits before answering at all
-  (tests of aborts use these instead of sleeps); ``cut``
-  makes it hang up after the first delta, mid-body;
-- ``{"error": 500, "message": "..."}``: that HTTP status with an OpenAI-style error body.
+  (tests of aborts use these instead of sleeps); a client that hangs up during a hold is
+  counted in ``hangups`` (and sets ``hung_up``) at once; ``cut``
+  makes it hang up after the first delta, mid-body; ``stream_error: "..."`` sends an error
+  event (``data: {"error": {...}}``) after the first delta and ends the stream; ``rate: n``
+  paces the chunks at n per second (benchmarks);
+- ``{"error": 500, "message": "...", "retry_after": "2"}``: that HTTP status with an
+  OpenAI-style error body (and that ``Retry-After`` header; a 429 says ``0`` unless told).
+
+``peers`` holds each chat request's client address (the same one: a reused connection).
 
 Without a script, every request gets ``default_reply``. ``handler(body) -> reply`` overrides both.
 """
@@ -21,6 +27,8 @@ Without a script, every request gets ``default_reply``. ``handler(body) -> reply
 from __future__ import annotations
 
 import json
+import select
+import socket
 import sys
 import threading
 import time
@@ -38,13 +46,17 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: 
 class FakeOpenAIServer:
     """Serves ``POST /v1/chat/completions`` on 127.0.0.1 from a background thread."""
 
-    def __init__(self, *, chunk_size: int = 4, default_reply: Reply = "ok") -> None:
+    def __init__(self, *, chunk_size: int = 4, default_reply: Reply = "ok", port: int = 0) -> None:
+        self._port = port
         self.chunk_size = chunk_size
         self.default_reply = default_reply
         self.handler: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.other_requests: list[dict[str, Any]] = []
+        self.peers: list[tuple[str, int]] = []
+        self.hangups = 0
+        self.hung_up = threading.Event()
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._release = threading.Event()
@@ -53,7 +65,7 @@ class FakeOpenAIServer:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> FakeOpenAIServer:
-        self._httpd = _QuietServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd = _QuietServer(("127.0.0.1", self._port), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
                                         name="fake-openai-server")
@@ -102,6 +114,9 @@ class FakeOpenAIServer:
             self.requests.clear()
             self.request_headers.clear()
             self.other_requests.clear()
+            self.peers.clear()
+            self.hangups = 0
+        self.hung_up.clear()
         self._release.clear()
 
     def _next_reply(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
@@ -149,24 +164,49 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake.other_requests.append({"path": self.path, "body": body, "headers": headers})
             self._send_json(404, _error_body(404, f"no route {self.path}"))
             return
+        self.fake.peers.append(self.client_address)
         reply = _normalize(self.fake._next_reply(body, headers), self.fake.chunk_size)
-        if reply.get("hold") == "start":
-            self.fake._release.wait(timeout=30)
+        if reply.get("hold") == "start" and not self._hold():
+            return
         if "error" in reply:
             status = int(reply["error"])
-            self._send_json(status, _error_body(status, reply.get("message", "scripted error")))
+            self._send_json(status, _error_body(status, reply.get("message", "scripted error")),
+                            retry_after=reply.get("retry_after"))
         elif body.get("stream"):
             self._stream(body, reply)
         else:
             self._send_json(200, _completion(body, reply))
 
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+    def _hold(self) -> bool:
+        """Wait for :meth:`FakeOpenAIServer.release` (30 s at most); False, and counted in
+        ``hangups``, as soon as the client closes the connection meanwhile."""
+        deadline = time.monotonic() + 30
+        while not self.fake._release.wait(timeout=0.005) and time.monotonic() < deadline:
+            if self._client_hung_up():
+                with self.fake._lock:
+                    self.fake.hangups += 1
+                self.fake.hung_up.set()
+                self.close_connection = True
+                return False
+        return True
+
+    def _client_hung_up(self) -> bool:
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def _send_json(self, status: int, payload: dict[str, Any],
+                   retry_after: str | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        if status == 429:
-            self.send_header("Retry-After", "0")
+        if retry_after is not None or status == 429:
+            self.send_header("Retry-After", str(retry_after if retry_after is not None else 0))
         self.end_headers()
         self.wfile.write(data)
 
@@ -177,11 +217,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        rate = float(reply.get("rate") or 0)
+        started = time.monotonic()
         try:
             for i, event in enumerate(_sse_events(body, reply, include_usage)):
+                if rate:  # on a schedule, so a late chunk does not delay the ones after it
+                    time.sleep(max(0.0, started + i / rate - time.monotonic()))
                 self._write_chunk(f"data: {event}\n\n".encode())
-                if i == 1 and reply.get("hold") is True:  # after the role chunk and one delta
-                    self.fake._release.wait(timeout=30)
+                if i == 1 and reply.get("hold") is True and not self._hold():
+                    return  # after the role chunk and one delta; the client hung up
                 if i == 1 and reply.get("cut"):
                     self.close_connection = True  # hang up mid-stream, body unfinished
                     return
@@ -242,6 +286,9 @@ def _sse_events(body: dict[str, Any], reply: dict[str, Any], include_usage: bool
     yield chunk({"role": "assistant", "content": ""})
     for piece in reply["text"]:
         yield chunk({"content": piece})
+        if reply.get("stream_error"):
+            yield json.dumps({"error": {"message": reply["stream_error"], "type": "server_error"}})
+            return
     for index, call in enumerate(reply["tool_calls"]):
         head = {"index": index, "id": call["id"], "type": "function",
                 "function": {"name": call["name"], "arguments": ""}}

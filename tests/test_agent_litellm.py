@@ -1,4 +1,5 @@
-"""The Agent through litellm's real HTTP path, against a fake OpenAI server on 127.0.0.1."""
+"""The Agent over real HTTP against a fake OpenAI server on 127.0.0.1: each test that talks to
+the server runs on both model paths (``route``: "direct", the httpx path, and "litellm")."""
 
 from __future__ import annotations
 
@@ -32,15 +33,29 @@ ADD = create_tool(
 )
 
 
+@pytest.fixture(params=["direct", "litellm"])
+def route(request: pytest.FixtureRequest) -> str:
+    """The path ``openai/…`` models take: each test using it runs on both."""
+    return str(request.param)
+
+
+def on(route: str, spec: Any) -> Any:
+    """``spec`` (a router string, config dict or a list of them) on ``route``."""
+    if isinstance(spec, list):
+        return [on(route, item) for item in spec]
+    spec = {"id": spec} if isinstance(spec, str) else dict(spec)
+    return {**spec, "route": "litellm" if route == "litellm" else "auto"}
+
+
 def make_agent(model: Any = "openai/gpt-test", **kwargs: Any) -> Agent:
     return Agent(**{"name": "wire", "instructions": "Be brief.", "model": model, **kwargs})
 
 
-async def test_streams_text_over_http(openai_server: FakeOpenAIServer) -> None:
+async def test_streams_text_over_http(openai_server: FakeOpenAIServer, route: str) -> None:
     openai_server.script(
         {"text": "Hello from the wire!", "usage": {"prompt_tokens": 9, "completion_tokens": 4}}
     )
-    output = await make_agent().stream("hi")
+    output = await make_agent(on(route, "openai/gpt-test")).stream("hi")
     chunks = [chunk async for chunk in output]
     result = await output.result()
 
@@ -58,12 +73,13 @@ async def test_streams_text_over_http(openai_server: FakeOpenAIServer) -> None:
     ]
 
 
-async def test_a_tool_round_trip_over_http(openai_server: FakeOpenAIServer) -> None:
+async def test_a_tool_round_trip_over_http(openai_server: FakeOpenAIServer, route: str) -> None:
     openai_server.script(
         {"tool_calls": [{"id": "call_add_1", "name": "add", "arguments": {"a": 19, "b": 23}}]},
         "The sum is 42.",
     )
-    result = await make_agent(tools={"add": ADD}).generate("19+23?", tool_choice="auto")
+    result = await make_agent(on(route, "openai/gpt-test"), tools={"add": ADD}).generate(
+        "19+23?", tool_choice="auto")
 
     assert result.text == "The sum is 42."
     assert [(c.tool_call_id, c.args) for c in result.tool_calls] == [
@@ -82,7 +98,7 @@ async def test_a_tool_round_trip_over_http(openai_server: FakeOpenAIServer) -> N
 
 
 async def test_system_messages_reach_openai_in_order_without_provider_options(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str,
 ) -> None:
     instructions = [
         "Rule one.",
@@ -93,7 +109,7 @@ async def test_system_messages_reach_openai_in_order_without_provider_options(
         },
         {"role": "system", "content": "Rule three."},
     ]
-    await make_agent(instructions=instructions).generate("hi")
+    await make_agent(on(route, "openai/gpt-test"), instructions=instructions).generate("hi")
     (body,) = openai_server.requests
     assert body["messages"] == [
         {"role": "system", "content": "Rule one."},
@@ -133,10 +149,11 @@ async def test_anthropic_cache_control_from_instructions_reaches_the_wire(
 
 @pytest.mark.parametrize("status", [500, 429])
 async def test_a_provider_error_fails_the_run_with_its_status(
-    openai_server: FakeOpenAIServer, memory: Memory, agents: AgentFactory, status: int
+    openai_server: FakeOpenAIServer, memory: Memory, agents: AgentFactory, status: int,
+    route: str,
 ) -> None:
     openai_server.script({"error": status, "message": f"scripted {status}"})
-    agent = agents(name="wire", model="openai/gpt-test", memory=memory)
+    agent = agents(name="wire", model=on(route, "openai/gpt-test"), memory=memory)
     with pytest.raises(ModelCallError) as info:
         await agent.generate("hi", memory={"resource": "r", "thread": "t"}, model_settings=NO_RETRY)
     assert info.value.status_code == status
@@ -153,10 +170,10 @@ async def test_a_provider_error_fails_the_run_with_its_status(
 
 async def test_a_missing_key_names_the_variable_before_any_request(
     openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, memory: Memory,
-    agents: AgentFactory,
+    agents: AgentFactory, route: str,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
-    agent = agents(name="wire", model="openai/gpt-test", memory=memory)  # needs no key yet
+    agent = agents(name="wire", model=on(route, "openai/gpt-test"), memory=memory)  # no key yet
     with pytest.raises(MissingCredentialError, match="OPENAI_API_KEY") as info:
         await agent.generate("hi", memory={"resource": "r", "thread": "t"})
     assert info.value.variables == ["OPENAI_API_KEY"]
@@ -172,10 +189,10 @@ async def test_an_unknown_provider_is_a_clear_error(openai_server: FakeOpenAISer
 
 
 async def test_a_fallback_list_goes_on_to_the_next_model(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str,
 ) -> None:
     openai_server.script({"error": 500, "message": "primary down"}, "from the backup")
-    agent = make_agent([{"id": "openai/primary", "settings": NO_RETRY}, "openai/backup"])
+    agent = make_agent(on(route, [{"id": "openai/primary", "settings": NO_RETRY}, "openai/backup"]))
     result = await agent.generate("hi")
     assert result.text == "from the backup"
     assert [r["model"] for r in openai_server.requests] == ["primary", "backup"]
@@ -183,7 +200,7 @@ async def test_a_fallback_list_goes_on_to_the_next_model(
 
 async def test_a_config_object_brings_its_own_key_and_base_and_the_key_is_never_stored(
     openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-    memory: Memory, agents: AgentFactory,
+    memory: Memory, agents: AgentFactory, route: str,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.delenv("OPENAI_BASE_URL")
@@ -198,6 +215,7 @@ async def test_a_config_object_brings_its_own_key_and_base_and_the_key_is_never_
         api_base=openai_server.base_url,
         headers={"X-Team": "core"},
         settings=NO_RETRY,
+        route="litellm" if route == "litellm" else "auto",
     )
     assert SECRET not in repr(config)
     agent = agents(name="wire", model=config, memory=memory, tools={"add": ADD})
@@ -224,9 +242,9 @@ async def test_a_config_object_brings_its_own_key_and_base_and_the_key_is_never_
 
 
 async def test_model_settings_and_provider_options_reach_the_request(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str,
 ) -> None:
-    await make_agent().generate(
+    await make_agent(on(route, "openai/gpt-test")).generate(
         "hi",
         model_settings={"temperature": 0.25, "max_tokens": 64},
         provider_options={"openai": {"seed": 7}, "anthropic": {"top_k": 3}},
@@ -237,18 +255,18 @@ async def test_model_settings_and_provider_options_reach_the_request(
 
 
 async def test_a_callable_model_picks_a_router_string_per_request(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str,
 ) -> None:
-    agent = make_agent(lambda ctx: f"openai/{ctx['tier']}-model")
+    agent = make_agent(lambda ctx: on(route, f"openai/{ctx['tier']}-model"))
     await agent.generate("hi", request_context={"tier": "pro"})
     await agent.generate("hi", request_context={"tier": "free"})
     assert [r["model"] for r in openai_server.requests] == ["pro-model", "free-model"]
 
 
 async def test_real_provider_hosts_are_unreachable_from_tests(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, route: str,
 ) -> None:
     # Without OPENAI_BASE_URL the call would go to api.openai.com: the suite blocks it.
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
     with pytest.raises(ModelCallError, match=r"offline|blocked|onnect"):
-        await make_agent().generate("hi", model_settings=NO_RETRY)
+        await make_agent(on(route, "openai/gpt-test")).generate("hi", model_settings=NO_RETRY)

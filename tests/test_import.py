@@ -1,4 +1,5 @@
-"""``import tui_agent`` stays light: it imports neither litellm nor textual (seconds each)."""
+"""``import tui_agent`` stays light: it imports neither litellm nor textual (seconds each), nor
+the direct model path's httpx-sse."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("litellm", "textual")
+HEAVY = ("litellm", "textual", "httpx_sse")
 
 
 def loaded_after(code: str) -> dict[str, bool]:
@@ -22,20 +23,22 @@ def loaded_after(code: str) -> dict[str, bool]:
 
 
 def test_import_tui_agent_is_light() -> None:
-    assert loaded_after("import tui_agent") == {"litellm": False, "textual": False}
+    assert loaded_after("import tui_agent") == {"litellm": False, "textual": False,
+                                                 "httpx_sse": False}
 
 
 def test_model_modules_are_light_until_used() -> None:
     code = ("import tui_agent.models.resolve as r, tui_agent.models.litellm_model as m\n"
             "r.validate_model_spec(['openai/gpt-4o', {'id': 'anthropic/claude'}])\n"
-            "r.resolve_model('openai/gpt-4o')")
-    assert loaded_after(code) == {"litellm": False, "textual": False}
+            "r.resolve_model('openai/gpt-4o')\n"
+            "r.resolve_model('groq/llama')")
+    assert loaded_after(code) == {"litellm": False, "textual": False, "httpx_sse": False}
 
 
 def test_agent_access_and_construction_are_light() -> None:
     code = ("import tui_agent\n"
             "tui_agent.Agent(name='a', instructions='x', model=['openai/gpt-4o', 'groq/llama'])")
-    assert loaded_after(code) == {"litellm": False, "textual": False}
+    assert loaded_after(code) == {"litellm": False, "textual": False, "httpx_sse": False}
 
 
 def test_no_core_module_imports_textual() -> None:

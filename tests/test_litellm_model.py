@@ -1,4 +1,6 @@
-"""The litellm adapter through litellm's real HTTP path, against a fake OpenAI server."""
+"""The model adapters over real HTTP against a fake OpenAI server: every test that talks to the
+server runs on both paths (``route``: "direct", the httpx path of ``openai_http``, and
+"litellm", litellm's own), so the two give the same events, bodies and errors."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from openai_server import FakeOpenAIServer
 
 from tui_agent.errors import MissingCredentialError, ModelCallError, UnknownProviderError
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta
-from tui_agent.models.litellm_model import LiteLLMModel, _redact
+from tui_agent.models.litellm_model import LiteLLMModel
+from tui_agent.models.openai_http import OpenAIHTTPModel
+from tui_agent.models.redaction import redact
 from tui_agent.models.resolve import FallbackModel, ModelConfig, resolve_model
 
 pytestmark = pytest.mark.integration
@@ -26,6 +30,30 @@ ADD_TOOL = {
                                                         "b": {"type": "number"}}},
     },
 }
+
+
+@pytest.fixture(params=["direct", "litellm"])
+def route(request: pytest.FixtureRequest) -> str:
+    """The path an ``openai/…`` model takes: each test using it runs on both."""
+    return str(request.param)
+
+
+def config_route(route: str) -> str:
+    return "litellm" if route == "litellm" else "auto"
+
+
+def model_for(route: str, model_id: str, **config: Any) -> Any:
+    """``model_id`` as resolve_model builds it on ``route`` (``api_key``, ``api_base``, ...)."""
+    model = resolve_model(ModelConfig(id=model_id, route=config_route(route), **config))
+    expected = LiteLLMModel if route == "litellm" else OpenAIHTTPModel
+    assert isinstance(model, expected), f"{model!r} is not on the {route} path"
+    return model
+
+
+def specs_on(route: str, *specs: Any) -> list[dict[str, Any]]:
+    """A fallback list with every entry on ``route``."""
+    as_dicts = [{"id": s} if isinstance(s, str) else dict(s) for s in specs]
+    return [{**spec, "route": config_route(route)} for spec in as_dicts]
 
 
 def no_retry_request() -> ModelRequest:
@@ -55,10 +83,12 @@ def assemble_calls(events: list[ModelEvent]) -> dict[int, dict[str, Any]]:
     return calls
 
 
-async def test_streams_text_then_one_step_end_with_usage(openai_server: FakeOpenAIServer) -> None:
+async def test_streams_text_then_one_step_end_with_usage(
+    openai_server: FakeOpenAIServer, route: str
+) -> None:
     openai_server.script({"text": "Hello, streaming world!",
                           "usage": {"prompt_tokens": 12, "completion_tokens": 5}})
-    events = await collect(LiteLLMModel("openai/gpt-test"), ModelRequest([user("hi")]))
+    events = await collect(model_for(route, "openai/gpt-test"), ModelRequest([user("hi")]))
 
     deltas = [e for e in events if isinstance(e, TextDelta)]
     assert len(deltas) > 1, "text should arrive in several deltas"
@@ -75,13 +105,15 @@ async def test_streams_text_then_one_step_end_with_usage(openai_server: FakeOpen
     assert "tools" not in body, "no tools key when the request has no tools"
 
 
-async def test_tool_calls_are_assembled_from_fragments(openai_server: FakeOpenAIServer) -> None:
+async def test_tool_calls_are_assembled_from_fragments(
+    openai_server: FakeOpenAIServer, route: str
+) -> None:
     openai_server.script({"tool_calls": [
         {"id": "call_a", "name": "add", "arguments": {"a": 1, "b": 2}},
         {"id": "call_b", "name": "add", "arguments": {"a": 30, "b": 12}},
     ]})
     request = ModelRequest([user("add things")], tools=[ADD_TOOL], tool_choice="auto")
-    events = await collect(LiteLLMModel("openai/gpt-test"), request)
+    events = await collect(model_for(route, "openai/gpt-test"), request)
 
     fragments = [e for e in events if isinstance(e, ToolCallDelta) and e.arguments]
     assert len(fragments) > 2, "arguments should arrive split over several deltas"
@@ -96,15 +128,18 @@ async def test_tool_calls_are_assembled_from_fragments(openai_server: FakeOpenAI
     assert body["tool_choice"] == "auto"
 
 
-async def test_length_finish_reason_is_normalized(openai_server: FakeOpenAIServer) -> None:
+async def test_length_finish_reason_is_normalized(
+    openai_server: FakeOpenAIServer, route: str
+) -> None:
     openai_server.script({"text": "cut sho", "finish_reason": "length"})
-    events = await collect(LiteLLMModel("openai/gpt-test"), ModelRequest([user("hi")]))
+    events = await collect(model_for(route, "openai/gpt-test"), ModelRequest([user("hi")]))
     assert isinstance(events[-1], StepEnd) and events[-1].finish_reason == "length"
 
 
-async def test_settings_reach_the_provider(openai_server: FakeOpenAIServer) -> None:
+async def test_settings_reach_the_provider(openai_server: FakeOpenAIServer, route: str
+) -> None:
     request = ModelRequest([user("hi")], settings={"temperature": 0.25, "max_tokens": 7})
-    await collect(LiteLLMModel("openai/gpt-test"), request)
+    await collect(model_for(route, "openai/gpt-test"), request)
     body = openai_server.requests[0]
     assert body["temperature"] == 0.25
     assert body["max_tokens"] == 7
@@ -112,11 +147,11 @@ async def test_settings_reach_the_provider(openai_server: FakeOpenAIServer) -> N
 
 @pytest.mark.parametrize(("status", "message"), [(500, "upstream exploded"), (429, "slow down")])
 async def test_http_errors_become_model_call_errors(
-    openai_server: FakeOpenAIServer, status: int, message: str
+    openai_server: FakeOpenAIServer, status: int, message: str, route: str
 ) -> None:
     openai_server.script({"error": status, "message": message})
     with pytest.raises(ModelCallError) as info:
-        await collect(LiteLLMModel("openai/gpt-test"), no_retry_request())
+        await collect(model_for(route, "openai/gpt-test"), no_retry_request())
     assert info.value.status_code == status
     assert info.value.model == "openai/gpt-test"
     assert message in str(info.value)
@@ -124,7 +159,7 @@ async def test_http_errors_become_model_call_errors(
 
 
 async def test_error_message_never_contains_the_api_key(
-    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, route: str
 ) -> None:
     key = "sk-live-0123456789abcdefghij"
     monkeypatch.setenv("OPENAI_API_KEY", key)
@@ -132,7 +167,7 @@ async def test_error_message_never_contains_the_api_key(
     openai_server.handler = lambda body: {
         "error": 401, "message": f"bad key {openai_server.request_headers[-1]['authorization']}"}
     with pytest.raises(ModelCallError) as info:
-        await collect(LiteLLMModel("openai/gpt-test"), no_retry_request())
+        await collect(model_for(route, "openai/gpt-test"), no_retry_request())
     assert openai_server.request_headers[0]["authorization"] == f"Bearer {key}"
     assert info.value.status_code == 401
     assert key not in str(info.value)
@@ -166,18 +201,19 @@ def echo_credentials(server: FakeOpenAIServer) -> None:
 def test_the_key_shapes_are_ones_the_generic_pattern_misses() -> None:
     # Otherwise the next test could not tell a known key redacted from a pattern match.
     for key in KEY_SHAPES.values():
-        assert _redact(f"key: {key}", []) == f"key: {key}"
+        assert redact(f"key: {key}", []) == f"key: {key}"
 
 
 @pytest.mark.parametrize("source", KEY_SOURCES)
 @pytest.mark.parametrize("shape", list(KEY_SHAPES))
 async def test_a_key_of_any_shape_from_any_source_never_shows_in_an_error(
-    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, source: str, shape: str
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, source: str, shape: str,
+    route: str,
 ) -> None:
     key = KEY_SHAPES[shape]
     echo_credentials(openai_server)
     settings: dict[str, Any] = dict(NO_RETRY)
-    config: dict[str, Any] = {"id": "openai/gpt-test"}
+    config: dict[str, Any] = {"id": "openai/gpt-test", "route": config_route(route)}
     if source == "env":
         monkeypatch.setenv("OPENAI_API_KEY", key)
     elif source == "model-config":
@@ -207,34 +243,34 @@ async def test_a_key_of_any_shape_from_any_source_never_shows_in_an_error(
     "gsk_Xq7Lm2Nv9Rt4Wz8Kp3Hs6Jd1",  # Groq
 ])
 async def test_a_key_the_call_never_held_is_masked_by_its_shape(
-    openai_server: FakeOpenAIServer, stranger: str
+    openai_server: FakeOpenAIServer, stranger: str, route: str
 ) -> None:
     # A proxy or provider that names some other key (another org's, an upstream one): the call
     # cannot know it, only its well-known shape gives it away.
     openai_server.script({"error": 401, "message": f"upstream rejected {stranger} for this org"})
     with pytest.raises(ModelCallError) as info:
-        await collect(LiteLLMModel("openai/gpt-test"), no_retry_request())
+        await collect(model_for(route, "openai/gpt-test"), no_retry_request())
     assert stranger not in str(info.value)
     assert "upstream rejected *** for this org" in str(info.value)
 
 
 async def test_connection_refused_is_a_model_call_error_without_status(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str
 ) -> None:
     dead = FakeOpenAIServer().start()
     url = dead.base_url
     dead.stop()
-    model = LiteLLMModel("openai/gpt-test", api_base=url)
+    model = model_for(route, "openai/gpt-test", api_base=url)
     with pytest.raises(ModelCallError) as info:
         await collect(model, ModelRequest([user("hi")], settings=NO_RETRY))
     assert info.value.status_code is None
 
 
 async def test_missing_openai_key_is_named_before_any_request(
-    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, route: str
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
-    model = LiteLLMModel("openai/gpt-test")
+    model = model_for(route, "openai/gpt-test")
     with pytest.raises(MissingCredentialError) as info:
         model.check_ready()
     assert info.value.variables == ["OPENAI_API_KEY"]
@@ -245,11 +281,11 @@ async def test_missing_openai_key_is_named_before_any_request(
 
 
 async def test_an_explicit_api_key_needs_no_env_and_is_sent(
-    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, route: str
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
-    model = resolve_model({"id": "openai/gpt-test", "api_key": "sk-from-config",
-                           "headers": {"X-Team": "blue"}})
+    model = model_for(route, "openai/gpt-test", api_key="sk-from-config",
+                      headers={"X-Team": "blue"})
     await model.ensure_ready()
     events = await collect(model, ModelRequest([user("hi")]))
     assert text_of(events) == "ok"
@@ -288,17 +324,17 @@ async def test_google_maps_to_gemini_with_either_key(monkeypatch: pytest.MonkeyP
 
 
 async def test_openai_api_base_env_is_honoured(
-    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, route: str
 ) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL")
     monkeypatch.setenv("OPENAI_API_BASE", openai_server.base_url)
-    events = await collect(LiteLLMModel("openai/gpt-test"), ModelRequest([user("hi")]))
+    events = await collect(model_for(route, "openai/gpt-test"), ModelRequest([user("hi")]))
     assert text_of(events) == "ok"
     assert len(openai_server.requests) == 1
 
 
 async def test_system_message_provider_options_follow_the_provider(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str
 ) -> None:
     messages = [
         {"role": "system", "content": "Rule one.",
@@ -309,7 +345,7 @@ async def test_system_message_provider_options_follow_the_provider(
     ]
     request = ModelRequest(messages, provider_options={"openai": {"seed": 42},
                                                        "anthropic": {"top_k": 3}})
-    await collect(LiteLLMModel("openai/gpt-test"), request)
+    await collect(model_for(route, "openai/gpt-test"), request)
 
     body = openai_server.requests[0]
     assert [(m["role"], m["content"]) for m in body["messages"]] == [
@@ -346,12 +382,13 @@ async def test_anthropic_cache_control_reaches_the_wire(openai_server: FakeOpenA
     ]
 
 
-async def test_abort_closes_a_stalled_stream(openai_server: FakeOpenAIServer) -> None:
+async def test_abort_closes_a_stalled_stream(openai_server: FakeOpenAIServer, route: str
+) -> None:
     openai_server.script({"text": "first then much more text", "hold": True})
     abort = asyncio.Event()
     events: list[ModelEvent] = []
     try:
-        async for event in LiteLLMModel("openai/gpt-test").stream(
+        async for event in model_for(route, "openai/gpt-test").stream(
             ModelRequest([user("hi")], abort=abort)
         ):
             events.append(event)
@@ -362,10 +399,12 @@ async def test_abort_closes_a_stalled_stream(openai_server: FakeOpenAIServer) ->
     assert events == [TextDelta("firs")]
 
 
-async def test_abort_before_the_provider_answers(openai_server: FakeOpenAIServer) -> None:
+async def test_abort_before_the_provider_answers(
+    openai_server: FakeOpenAIServer, route: str
+) -> None:
     openai_server.script({"text": "never sent", "hold": "start"})
     abort = asyncio.Event()
-    model = LiteLLMModel("openai/gpt-test")
+    model = model_for(route, "openai/gpt-test")
 
     async def consume() -> list[ModelEvent]:
         return [e async for e in model.stream(ModelRequest([user("hi")], abort=abort))]
@@ -385,12 +424,12 @@ async def test_abort_before_the_provider_answers(openai_server: FakeOpenAIServer
 
 
 async def test_fallback_moves_on_when_the_first_model_fails(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str
 ) -> None:
     openai_server.script({"error": 500, "message": "primary down"}, "from the backup")
     model = resolve_model([
-        ModelConfig(id="openai/primary", settings=NO_RETRY),
-        {"id": "openai/backup"},
+        ModelConfig(id="openai/primary", settings=NO_RETRY, route=config_route(route)),
+        {"id": "openai/backup", "route": config_route(route)},
     ])
     assert isinstance(model, FallbackModel)
     events = await collect(model, ModelRequest([user("hi")]))
@@ -400,9 +439,9 @@ async def test_fallback_moves_on_when_the_first_model_fails(
 
 
 async def test_fallback_skips_a_model_without_credentials(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str
 ) -> None:
-    model = resolve_model(["anthropic/claude-3-5-haiku-latest", "openai/backup"])
+    model = resolve_model(specs_on(route, "anthropic/claude-3-5-haiku-latest", "openai/backup"))
     model.check_ready()  # one ready model is enough
     events = await collect(model, ModelRequest([user("hi")]))
     assert text_of(events) == "ok"
@@ -410,11 +449,11 @@ async def test_fallback_skips_a_model_without_credentials(
 
 
 async def test_fallback_reports_every_failure_when_all_fail(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str
 ) -> None:
     openai_server.script({"error": 503, "message": "one down"}, {"error": 429, "message": "two"})
-    model = resolve_model([{"id": "openai/one", "settings": NO_RETRY},
-                           {"id": "openai/two", "settings": NO_RETRY}])
+    model = resolve_model(specs_on(route, {"id": "openai/one", "settings": NO_RETRY},
+                                   {"id": "openai/two", "settings": NO_RETRY}))
     with pytest.raises(ModelCallError) as info:
         await collect(model, ModelRequest([user("hi")]))
     assert info.value.status_code == 429
@@ -423,21 +462,21 @@ async def test_fallback_reports_every_failure_when_all_fail(
 
 
 async def test_a_stream_cut_midway_is_a_model_call_error(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str
 ) -> None:
     openai_server.script({"text": "partial answer", "cut": True})
     events: list[ModelEvent] = []
     with pytest.raises(ModelCallError):
-        async for event in LiteLLMModel("openai/gpt-test").stream(ModelRequest([user("hi")])):
+        async for event in model_for(route, "openai/gpt-test").stream(ModelRequest([user("hi")])):
             events.append(event)
     assert events == [TextDelta("part")]
 
 
 async def test_fallback_does_not_switch_models_after_events_flowed(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, route: str
 ) -> None:
     openai_server.script({"text": "partial answer", "cut": True}, "backup answer")
-    model = resolve_model(["openai/one", "openai/two"])
+    model = resolve_model(specs_on(route, "openai/one", "openai/two"))
     events: list[ModelEvent] = []
     with pytest.raises(ModelCallError):
         async for event in model.stream(ModelRequest([user("hi")])):

@@ -12,7 +12,9 @@ from tui_agent.errors import ConfigError, MissingCredentialError, ModelCallError
 from tui_agent.models import litellm_model
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta
 from tui_agent.models.litellm_model import LiteLLMModel
+from tui_agent.models.openai_http import OpenAIHTTPModel
 from tui_agent.models.resolve import FallbackModel, ModelConfig, resolve_model, validate_model_spec
+from tui_agent.models.routed import RoutedModel
 
 
 class Fake:
@@ -78,12 +80,26 @@ def test_model_config_never_shows_its_key() -> None:
     assert "sk-very-secret-123" not in repr(model)
 
 
-def test_resolve_builds_litellm_models_from_strings_and_configs() -> None:
+def test_resolve_picks_the_path_by_provider() -> None:
     model = resolve_model("openai/gpt-4o-mini")
-    assert isinstance(model, LiteLLMModel) and model.model_id == "openai/gpt-4o-mini"
+    assert isinstance(model, OpenAIHTTPModel) and model.model_id == "openai/gpt-4o-mini"
     configured = resolve_model({"id": "anthropic/claude", "api_key": "sk-ant-x"})
     assert isinstance(configured, LiteLLMModel)
     configured.check_ready()  # the config's key stands in for ANTHROPIC_API_KEY
+    assert isinstance(resolve_model("google/gemini-2.0-flash"), LiteLLMModel)
+    routed = resolve_model("groq/llama-3.1-8b-instant")  # litellm decides at the first call
+    assert isinstance(routed, RoutedModel) and routed.route == "undecided"
+
+
+@pytest.mark.parametrize("spec", ["openai/gpt-4o", "groq/llama-3.1-8b-instant"])
+def test_route_litellm_forces_the_litellm_path(spec: str) -> None:
+    assert isinstance(resolve_model({"id": spec, "route": "litellm"}), LiteLLMModel)
+    assert isinstance(resolve_model(ModelConfig(id=spec, route="litellm")), LiteLLMModel)
+
+
+def test_an_unknown_route_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="route"):
+        validate_model_spec({"id": "openai/gpt-4o", "route": "fast"})
 
 
 def test_resolve_passes_model_objects_through() -> None:

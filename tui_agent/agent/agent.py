@@ -359,6 +359,9 @@ class Agent:
             await asyncio.wait_for(runtime.stop_dispatcher(), timeout)
         if not await runtime.settle(timeout):  # a run that the dispatcher's last pass woke
             aborted += await runtime.stop_work(timeout)
+        from tui_agent.models.http_client import close_shared_client
+
+        await close_shared_client()  # the direct model path's idle keep-alive connections
         return aborted
 
 

@@ -176,9 +176,11 @@ async def check_model(agent: Any, *, warm: bool) -> None:
 
 
 async def _preload_litellm(model: Any) -> None:
-    """The local model answers through litellm too: import it (seconds) while the model
-    loads, not when the first answer is asked for."""
-    if not str(getattr(model, "model_id", "")).startswith("local/"):
+    """Import litellm (seconds, in a thread) while the model loads rather than when it is first
+    needed: for a model on litellm's path, or for the cost map the app reads for a provider's
+    model. A local model on the direct path never needs it (no cost, no routing)."""
+    local = str(getattr(model, "model_id", "")).startswith("local/")
+    if local and getattr(model, "route", None) != "litellm":
         return
     from tui_agent.models.litellm_model import load_litellm
 

@@ -24,9 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
@@ -37,6 +36,8 @@ from tui_agent.errors import (
     UnknownProviderError,
 )
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
+from tui_agent.models.redaction import CREDENTIAL_WORDS, call_secrets, redact
+from tui_agent.models.request_options import option_keys, pick_options, shaped_message
 
 ROUTER_HELP = (
     "write the model as 'provider/model', e.g. 'openai/gpt-4o-mini', "
@@ -55,14 +56,12 @@ _KNOWN_KEYS = {
 _GOOGLE_KEYS = ("GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY")
 # Providers that authenticate from the machine (profiles, ADC) or need no key at all.
 _AMBIENT_AUTH = {"bedrock", "sagemaker", "vertex_ai", "vertex_ai_beta", "ollama", "ollama_chat"}
-_CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET")
 # Providers whose litellm stream records the finish reason actually received (checked), so a
 # stream cut mid-answer can be told from a finished one.
 _REPORTS_FINISH = {"openai", "azure"}
 _FINISH = {"length": "length", "max_tokens": "length", "tool_calls": "tool-calls",
            "function_call": "tool-calls"}
 _PROVIDER_MODULES = {"litellm", "openai", "httpx", "httpcore", "aiohttp", "anthropic"}
-_SECRET_PATTERN = re.compile(r"\b(sk|pk|key|gsk|xai|AIza)[-_A-Za-z0-9]{12,}")
 
 _litellm: ModuleType | None = None
 _import_lock = threading.Lock()
@@ -112,9 +111,7 @@ class LiteLLMModel:
         self._prefix = prefix
         self._provider = _PROVIDER_ALIASES.get(prefix, prefix)
         self._litellm_model = f"{self._provider}/{name}" if name else model
-        self._option_keys = {prefix, self._provider}
-        if "claude" in name and self._provider in ("bedrock", "vertex_ai"):
-            self._option_keys.add("anthropic")
+        self._option_keys = option_keys(prefix, self._provider, name)
         self._ready = False
         self._supports_usage_option: bool | None = None  # known after litellm is loaded
 
@@ -170,7 +167,7 @@ class LiteLLMModel:
             missing = litellm.validate_environment(self._litellm_model)["missing_keys"]
         except Exception:  # litellm could not tell; the call will report it
             return
-        credentials = [k for k in missing if any(w in k for w in _CREDENTIAL_WORDS)]
+        credentials = [k for k in missing if any(w in k for w in CREDENTIAL_WORDS)]
         if credentials:
             raise MissingCredentialError(self._prefix, credentials, self._model_id)
 
@@ -220,11 +217,11 @@ class LiteLLMModel:
 
     def _call_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {**self._extra, **request.settings}
-        own = _pick_options(request.provider_options, self._option_keys, flat_owner=None)
+        own = pick_options(request.provider_options, self._option_keys, flat_owner=None)
         if own:
             kwargs.update(own)
         kwargs["model"] = self._litellm_model
-        kwargs["messages"] = [self._message(m) for m in request.messages]
+        kwargs["messages"] = [shaped_message(m, self._option_keys) for m in request.messages]
         kwargs["stream"] = True
         if self._supports_usage_option:
             kwargs["stream_options"] = {"include_usage": True}
@@ -241,15 +238,6 @@ class LiteLLMModel:
             kwargs["extra_headers"] = {**kwargs.get("extra_headers", {}), **self._headers}
         return kwargs
 
-    def _message(self, message: dict[str, Any]) -> dict[str, Any]:
-        if "provider_options" not in message:
-            return message
-        out = {k: v for k, v in message.items() if k != "provider_options"}
-        fields = _pick_options(message["provider_options"], self._option_keys, "anthropic")
-        for key, value in fields.items():
-            out[_snake(key)] = value
-        return out
-
     def _resolved_api_key(self) -> str | None:
         if self._api_key:
             return self._api_key
@@ -263,7 +251,7 @@ class LiteLLMModel:
             return exc
         status = _status_of(exc)
         kind = type(exc).__name__
-        detail = _redact(_provider_message(exc), _secrets(kwargs))
+        detail = redact(_provider_message(exc), call_secrets(kwargs))
         where = f"HTTP {status}" if status is not None else "no response"
         return ModelCallError(f"model {self._model_id!r} failed ({kind}, {where}): {detail}",
                               status_code=status, model=self._model_id)
@@ -380,33 +368,6 @@ def _close_on_abort(abort: asyncio.Event, response: Any) -> asyncio.Task[None]:
     return asyncio.ensure_future(watch())
 
 
-def _pick_options(options: Any, keys: set[str], flat_owner: str | None) -> dict[str, Any]:
-    """The entry of ``options`` ({provider: {...}}) that belongs to this model's provider.
-    A flat dict (no dict values keyed by provider) belongs to ``flat_owner``."""
-    if not isinstance(options, dict) or not options:
-        return {}
-    nested = {k: v for k, v in options.items() if isinstance(v, dict) and _is_provider_key(k)}
-    if not nested and flat_owner is not None:
-        return dict(options) if flat_owner in keys else {}
-    picked: dict[str, Any] = {}
-    for key in keys:
-        entry = options.get(key)
-        if isinstance(entry, dict):
-            picked.update(entry)
-    return picked
-
-
-_NOT_PROVIDERS = {"cache_control", "cacheControl"}
-
-
-def _is_provider_key(key: str) -> bool:
-    return key not in _NOT_PROVIDERS
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() if name != name.lower() else name
-
-
 def _is_provider_error(exc: BaseException) -> bool:
     if isinstance(exc, (OSError, TimeoutError)):
         return True
@@ -437,32 +398,19 @@ def _provider_message(exc: BaseException) -> str:
     return text.strip()[:500]
 
 
-def _looks_secret(name: str) -> bool:
-    return any(w in name for w in _CREDENTIAL_WORDS) and "PATH" not in name
-
-
-def _secrets(kwargs: dict[str, Any]) -> list[str]:
-    """Every credential this call could have sent, whatever its shape: the environment's
-    (variables named like credentials), the call's own (``api_key`` and other credential-named
-    settings, from a ModelConfig or ``model_settings``), and credential headers' values (each
-    word too: ``Bearer <token>``)."""
-    found = [v for k, v in os.environ.items() if _looks_secret(k)]
-    found += [v for k, v in kwargs.items() if isinstance(v, str) and _looks_secret(k.upper())]
-    for name in ("extra_headers", "headers"):
-        headers = kwargs.get(name)
-        if isinstance(headers, Mapping):
-            for key, value in headers.items():
-                if isinstance(value, str) and _is_credential_header(str(key)):
-                    found += [value, *value.split()]
-    return sorted({v for v in found if len(v) >= 8}, key=len, reverse=True)  # longest first
-
-
-def _is_credential_header(name: str) -> bool:
-    lowered = name.lower()
-    return any(w in lowered for w in ("auth", "key", "token", "secret", "cookie", "signature"))
-
-
-def _redact(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return _SECRET_PATTERN.sub("***", text)
+def openai_compatible_endpoint(
+    model: str, api_base: str | None, api_key: str | None
+) -> tuple[str, str, str | None] | None:
+    """``(wire model, base URL, key)`` if litellm sends this ``provider/model`` to an
+    OpenAI-compatible chat-completions endpoint (its ``openai_compatible_providers``) whose base
+    URL it knows or was given; else None (litellm carries it itself)."""
+    litellm = load_litellm()
+    provider = _PROVIDER_ALIASES.get(model.partition("/")[0], model.partition("/")[0])
+    if provider not in litellm.openai_compatible_providers:
+        return None
+    try:
+        name, _, key, base = litellm.get_llm_provider(model, api_base=api_base, api_key=api_key)
+    except Exception:  # litellm cannot route it: let its own path report why
+        return None
+    base = api_base or base
+    return (name, base, api_key or key) if base else None

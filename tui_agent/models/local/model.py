@@ -1,7 +1,10 @@
 """``LocalModel``: the adapter the agent loop talks to.
 
 It finds the weights and runtime (``installed``), starts the llama.cpp server once per process
-(``server``) and sends requests through litellm's OpenAI path (``LiteLLMModel``) to it. Without
+(``server``) and sends requests to it over the direct OpenAI-protocol path (``OpenAIHTTPModel``;
+``route="litellm"`` sends them through litellm instead). The direct path needs no litellm, so a
+chat on the local model never waits for litellm's import (``tests/test_openai_http.py``,
+``test_local_chat_does_not_import_litellm_before_its_first_token``). Without
 tools a request goes as plain chat (``chat_template``); with tools the reply is constrained to
 JSON and decoded back into text or a tool call (``constrained``).
 """
@@ -31,8 +34,11 @@ class LocalModel:
         *,
         threads: int | None = None,
         model_path: str | os.PathLike[str] | None = None,
+        route: str = "auto",
     ) -> None:
         known_model(name)
+        if route not in ("auto", "litellm"):
+            raise ConfigError(f"LocalModel route must be 'auto' or 'litellm', got {route!r}")
         if threads is not None and (
             isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
         ):
@@ -40,11 +46,17 @@ class LocalModel:
         self._name = name
         self._threads = threads
         self._model_path = model_path
+        self._route = route
         self._weights: Path | None = None  # set by check_ready
 
     @property
     def model_id(self) -> str:
         return f"local/{self._name}"
+
+    @property
+    def route(self) -> str:
+        """``direct`` (the default) or ``litellm`` (forced)."""
+        return "litellm" if self._route == "litellm" else "direct"
 
     @property
     def threads(self) -> int:
@@ -67,7 +79,7 @@ class LocalModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         server = await self.ensure_ready()
-        inner = _litellm_model(server)
+        inner = _inner_model(server, self.route)
         tools = active_tools(request)
         if tools:
             events = stream_with_tools(inner, request, tools)
@@ -77,7 +89,13 @@ class LocalModel:
             yield event
 
 
-def _litellm_model(server: LocalServer) -> Any:
-    from tui_agent.models.litellm_model import LiteLLMModel  # imports litellm: only when used
+def _inner_model(server: LocalServer, route: str) -> Any:
+    """The model that talks to the llama.cpp server's OpenAI-compatible endpoint."""
+    base = f"{server.base_url}/v1"
+    if route == "litellm":
+        from tui_agent.models.litellm_model import LiteLLMModel  # imports litellm: only when used
 
-    return LiteLLMModel("openai/smollm2", api_base=f"{server.base_url}/v1", api_key=server.api_key)
+        return LiteLLMModel("openai/smollm2", api_base=base, api_key=server.api_key)
+    from tui_agent.models.openai_http import OpenAIHTTPModel
+
+    return OpenAIHTTPModel("openai/smollm2", api_base=base, api_key=server.api_key)
