@@ -82,6 +82,8 @@ def merge_attributes(
     new branch keys). ``None`` values are dropped *after* the merge, so a branch value of ``None``
     removes the signal's own attribute of that name for that branch.
     """
+    if not own and not branch:
+        return {}  # the common case, on every signal's hot path
     merged = {**check_attributes(own), **check_attributes(branch, "branch attributes")}
     return {k: v for k, v in merged.items() if v is not None}
 

@@ -58,7 +58,8 @@ def send(
     signal = normalize_signal(message) if kind == "signal" else normalize_message(message)
     target = parse_target(run_id, resource_id, thread_id)
     active, idle = parse_if_active(if_active), parse_if_idle(if_idle)
-    parse_run_options(idle.stream_options, agent.default_options, agent.hooks)  # fail now
+    if idle.stream_options:  # fail now (without any, the agent's own were checked when built)
+        parse_run_options(idle.stream_options, agent.default_options, agent.hooks)
     if agent.memory is None:
         return _send_in_process(agent, signal, target, active, kind == "queue")
     loop = asyncio.get_running_loop()
@@ -129,17 +130,19 @@ async def _decide(
     assert agent.memory is not None
     store = agent.memory.store
     resource_id, thread_id = await _thread_of(agent, target)
+    when_active = _signal_in(signal, active.attributes)
+    same = active.attributes == idle.attributes  # the default: render it once
     result = await store.route_signal(
         thread_id,
         resource_id,
-        _signal_in(signal, active.attributes),
+        when_active,
         if_active=active.behavior,
         if_idle=idle.behavior,
         queue=queue,
         owner=agent._owner,
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
-        echo_when_idle=_signal_in(signal, idle.attributes),
+        echo_when_idle=when_active if same else _signal_in(signal, idle.attributes),
     )
     agent._ensure_dispatcher()
     if result.action == "wake":

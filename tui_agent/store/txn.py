@@ -19,8 +19,12 @@ from tui_agent.errors import StoreError
 Conn = sqlite3.Connection
 
 
+# One encoder for every row: json.dumps with options builds a new encoder per call (2x slower).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str, ensure_ascii=False)
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 def loads(text: str | None) -> Any:
@@ -106,6 +110,45 @@ def in_transaction(conn: Conn, body: Any, *args: Any) -> Any:
         raise
     conn.execute("COMMIT")
     return result
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one caller's write in a group gave: its result, or the error it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+
+Write = tuple[Any, tuple[Any, ...]]  # (body, args): body(conn, *args)
+
+
+def in_group(conn: Conn, writes: list[Write]) -> list[Outcome]:
+    """Run several callers' writes, in order, as ONE ``BEGIN IMMEDIATE`` … ``COMMIT`` (group
+    commit). Each runs inside its own savepoint: one that raises is rolled back alone and its
+    error handed back, the others still commit. If the transaction itself fails (BEGIN, COMMIT,
+    a broken connection), it raises and nothing of the group is stored."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        outcomes = [_in_savepoint(conn, body, args) for body, args in writes]
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # SQLite may have rolled back already (I/O error, full disk)
+            conn.execute("ROLLBACK")
+        raise
+    return outcomes
+
+
+def _in_savepoint(conn: Conn, body: Any, args: tuple[Any, ...]) -> Outcome:
+    conn.execute("SAVEPOINT caller")
+    try:
+        value = body(conn, *args)
+    except Exception as error:
+        conn.execute("ROLLBACK TO caller")
+        conn.execute("RELEASE caller")
+        return Outcome(error=error)
+    conn.execute("RELEASE caller")
+    return Outcome(value)
 
 
 # -- threads, messages, events ----------------------------------------------------------------
