@@ -343,6 +343,11 @@ class Agent:
         task.add_done_callback(_retrieve_exception)
         return task
 
+    def _track(self, future: asyncio.Future[Any]) -> None:
+        """Work in flight with no task of its own (a signal's routing) that close() waits for."""
+        self._background.add(future)  # type: ignore[arg-type]
+        future.add_done_callback(self._background.discard)
+
     def _start_queued_run(
         self, thread_id: str | None, resource_id: str | None, run_id: str
     ) -> None:

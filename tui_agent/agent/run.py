@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 
 LOG_FLUSH_S = 0.05  # text deltas reach the log (and other processes) at most this late
 ABORT_POLL_S = 0.1  # how often a run looks for an abort requested from another process
+# A model that streams without ever waiting (a scripted or cached reply) would otherwise push its
+# whole answer before a reader sees the first delta: the run lets readers in after its first
+# delta and then at least this often.
+YIELD_EVERY_S = 0.001
 
 
 class _Aborted(Exception):
@@ -104,7 +109,9 @@ class Run:
                 self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(LOG_FLUSH_S)
+        # On a clock shared by every run in the process: their flushes fall due in the same
+        # loop iteration and share one group commit (see SqliteStore.write).
+        await _until(_next_flush_tick(asyncio.get_running_loop().time()))
         self._flush_waiting = False  # from here on it writes: let it finish, never cancel
         await self._flush()
 
@@ -318,6 +325,8 @@ class Run:
         calls: dict[int, dict[str, Any]] = {}
         end = StepEnd("stop")
         self._partial = ""
+        loop = asyncio.get_running_loop()
+        yield_at = 0.0  # the first delta goes to readers at once
         async for event in self.plan.model.stream(request):
             if type(event) is TextDelta:
                 if event.text:
@@ -328,6 +337,9 @@ class Run:
                         text.append(chunk)
                         self._partial += chunk
                         self.emit("text-delta", {"text": chunk})
+                        if loop.time() >= yield_at:
+                            await asyncio.sleep(0)  # let readers see what was pushed
+                            yield_at = loop.time() + YIELD_EVERY_S
             elif type(event) is ToolCallDelta:
                 _add_tool_delta(calls, event)
             elif type(event) is StepEnd:
@@ -602,6 +614,28 @@ class Run:
                 abort = await store.abort_requested(self.thread_id, self.run_id)
             if abort:
                 self.abort_event.set()
+
+
+def _next_flush_tick(now: float) -> float:
+    """The next multiple of LOG_FLUSH_S on the loop's clock: the same float for every run."""
+    return (math.floor(now / LOG_FLUSH_S) + 1) * LOG_FLUSH_S
+
+
+async def _until(when: float) -> None:
+    """Sleep until loop time ``when`` exactly (``asyncio.sleep`` re-reads the clock, so runs
+    aiming at one tick would each get their own timer)."""
+    loop = asyncio.get_running_loop()
+    due: asyncio.Future[None] = loop.create_future()
+    timer = loop.call_at(when, _resolve, due)
+    try:
+        await due
+    finally:
+        timer.cancel()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _add_tool_delta(calls: dict[int, dict[str, Any]], delta: ToolCallDelta) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tui_agent.agent.options import parse_run_options
@@ -25,11 +26,15 @@ from tui_agent.signals.model import (
     parse_target,
 )
 from tui_agent.signals.render import merge_attributes, to_model_message
-from tui_agent.store.sqlite import EventIn, SignalIn
+from tui_agent.store.sqlite import EventIn, RouteResult, SignalIn
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
     from tui_agent.agent.output import AgentOutput
+
+
+# The branches of a send that names none (almost every send): parsed once, never mutated.
+_DEFAULT_ACTIVE, _DEFAULT_IDLE = parse_if_active(None), parse_if_idle(None)
 
 
 @dataclass
@@ -57,7 +62,8 @@ def send(
 ) -> SignalReceipt:
     signal = normalize_signal(message) if kind == "signal" else normalize_message(message)
     target = parse_target(run_id, resource_id, thread_id)
-    active, idle = parse_if_active(if_active), parse_if_idle(if_idle)
+    active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)
+    idle = _DEFAULT_IDLE if if_idle is None else parse_if_idle(if_idle)
     if idle.stream_options:  # fail now (without any, the agent's own were checked when built)
         parse_run_options(idle.stream_options, agent.default_options, agent.hooks)
     if agent.memory is None:
@@ -66,6 +72,9 @@ def send(
     receipt = SignalReceipt(signal, loop.create_future())
     if active.behavior == "persist" or idle.behavior == "persist":
         receipt.persisted = loop.create_future()
+    if target.thread_id is not None:
+        _route_now(agent, signal, target, active, idle, kind == "queue", receipt)
+        return receipt
     receipt._task = agent._spawn(
         _route(agent, signal, target, active, idle, kind == "queue", receipt),
         name=f"route signal {signal.id}",
@@ -101,6 +110,46 @@ def _send_in_process(
     return SignalReceipt(signal, accepted)
 
 
+def _route_now(
+    agent: Agent,
+    signal: Signal,
+    target: Target,
+    active: IfActive,
+    idle: IfIdle,
+    queue: bool,
+    receipt: SignalReceipt,
+) -> None:
+    """The thread is known: queue the routing transaction now (it joins the store's next group
+    commit) and settle the receipt from the decision's future — no task per signal, so a burst
+    of sends costs little more than its commits."""
+    assert target.resource_id is not None and target.thread_id is not None
+    routed = _submit_route(agent, signal, target.resource_id, target.thread_id, active, idle, queue)
+    agent._track(receipt.accepted)  # close() waits for it, as for a routing task
+    routed.add_done_callback(partial(_on_routed, agent, target, idle, receipt))
+
+
+def _on_routed(
+    agent: Agent,
+    target: Target,
+    idle: IfIdle,
+    receipt: SignalReceipt,
+    routed: asyncio.Future[RouteResult],
+) -> None:
+    error = asyncio.CancelledError() if routed.cancelled() else routed.exception()
+    if error is not None:
+        _fail_receipt(receipt, error)
+        return
+    result = routed.result()
+    if result.action != "wake":
+        _accept(receipt, _decision(agent, result))
+        return
+    assert target.resource_id is not None and target.thread_id is not None
+    agent._spawn(
+        _route_woken(agent, target.resource_id, target.thread_id, result, idle, receipt),
+        name=f"wake for signal {receipt.signal.id}",
+    )
+
+
 async def _route(
     agent: Agent,
     signal: Signal,
@@ -110,29 +159,53 @@ async def _route(
     queue: bool,
     receipt: SignalReceipt,
 ) -> None:
+    """The routing of a signal sent by run id: find its thread first."""
     try:
-        decision = await _decide(agent, signal, target, active, idle, queue)
+        resource_id, thread_id = await _thread_of(agent, target)
+        result = await _submit_route(agent, signal, resource_id, thread_id, active, idle, queue)
     except BaseException as error:
-        _fail(receipt.accepted, error)
-        if receipt.persisted is not None:
-            _fail(receipt.persisted, error)
+        _fail_receipt(receipt, error)
         return
-    if receipt.persisted is not None and not receipt.persisted.done():
-        # The decision is stored by now whatever the branch (a delivered or woken signal is
-        # stored too), so waiting on ``persisted`` never hangs.
-        receipt.persisted.set_result(None)
-    receipt.accepted.set_result(decision)
+    if result.action != "wake":
+        _accept(receipt, _decision(agent, result))
+        return
+    await _route_woken(agent, resource_id, thread_id, result, idle, receipt)
 
 
-async def _decide(
-    agent: Agent, signal: Signal, target: Target, active: IfActive, idle: IfIdle, queue: bool
-) -> dict[str, Any]:
+async def _route_woken(
+    agent: Agent,
+    resource_id: str,
+    thread_id: str,
+    result: RouteResult,
+    idle: IfIdle,
+    receipt: SignalReceipt,
+) -> None:
+    """The signal won the thread's lease: start the run it woke."""
+    assert result.run_id is not None
+    agent._ensure_dispatcher()
+    try:
+        output = await start_woken_run(
+            agent, thread_id, resource_id, result.run_id, idle.stream_options
+        )
+    except BaseException as error:
+        _fail_receipt(receipt, error)
+        return
+    _accept(receipt, {"action": "wake", "run_id": result.run_id, "output": output})
+
+
+def _submit_route(
+    agent: Agent,
+    signal: Signal,
+    resource_id: str,
+    thread_id: str,
+    active: IfActive,
+    idle: IfIdle,
+    queue: bool,
+) -> asyncio.Future[RouteResult]:
     assert agent.memory is not None
-    store = agent.memory.store
-    resource_id, thread_id = await _thread_of(agent, target)
     when_active = _signal_in(signal, active.attributes)
     same = active.attributes == idle.attributes  # the default: render it once
-    result = await store.route_signal(
+    return agent.memory.store.route_signal_soon(
         thread_id,
         resource_id,
         when_active,
@@ -144,16 +217,29 @@ async def _decide(
         agent_id=agent.id,
         echo_when_idle=when_active if same else _signal_in(signal, idle.attributes),
     )
+
+
+def _decision(agent: Agent, result: RouteResult) -> dict[str, Any]:
+    """The receipt's answer for a decision other than a wake."""
     agent._ensure_dispatcher()
-    if result.action == "wake":
-        assert result.run_id is not None
-        output = await start_woken_run(
-            agent, thread_id, resource_id, result.run_id, idle.stream_options
-        )
-        return {"action": "wake", "run_id": result.run_id, "output": output}
     if result.action == "deliver":
         return {"action": "deliver", "run_id": result.run_id}
     return {"action": result.action}
+
+
+def _accept(receipt: SignalReceipt, decision: dict[str, Any]) -> None:
+    if receipt.persisted is not None and not receipt.persisted.done():
+        # The decision is stored by now whatever the branch (a delivered or woken signal is
+        # stored too), so waiting on ``persisted`` never hangs.
+        receipt.persisted.set_result(None)
+    if not receipt.accepted.done():  # close() may have cancelled it
+        receipt.accepted.set_result(decision)
+
+
+def _fail_receipt(receipt: SignalReceipt, error: BaseException) -> None:
+    _fail(receipt.accepted, error)
+    if receipt.persisted is not None:
+        _fail(receipt.persisted, error)
 
 
 async def _thread_of(agent: Agent, target: Target) -> tuple[str, str]:
