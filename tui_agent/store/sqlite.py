@@ -10,7 +10,7 @@ flight share the next one, run in arrival order (so per-thread order holds), eac
 savepoint: a write that raises is rolled back alone and only its caller gets the error. Each
 caller's ``await`` returns only once the transaction holding its write has committed, so a
 burst of 200 signals costs a few commits, every accepted one is stored, and a kill -9 leaves a
-write wholly in or wholly out. Tests: ``tests/test_store.py`` (``test_group_commit_*``).
+write wholly in or wholly out. Tests: ``tests/test_group_commit.py``.
 
 Readers in other processes learn about new rows by polling ``PRAGMA data_version`` (cheap: no
 table is read) and then reading the event log past their cursor.
