@@ -3,7 +3,10 @@
 A step is one model call plus the tool calls it asked for. Between steps, every signal pending on
 the thread is taken into the run (arrival order), and the loop goes on even if the model had
 finished. With memory, each message is stored as it happens and each chunk lands in the thread's
-event log (text deltas in small batches), so other processes can watch the run live.
+event log (text deltas in small batches, flushed on a tick shared by the process's runs so their
+flushes share one group commit), so other processes can watch the run live. A reader sees the
+first text delta as soon as it is pushed, however fast the model streams
+(tests/test_group_commit.py).
 """
 
 from __future__ import annotations

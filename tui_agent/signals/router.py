@@ -2,7 +2,10 @@
 
 The call validates everything at once (a bad signal raises and nothing is stored), returns a
 receipt, and routes in the background: the decision — deliver into the live run, wake a new
-run, persist, discard — is one store transaction, so it holds across processes.
+run, persist, discard — is taken inside one store transaction, so it holds across processes.
+A send to a named thread queues its decision at once, with no task of its own: a burst of sends
+shares the store's next group commit, and each receipt resolves once its signal is committed
+(tests/test_group_commit.py).
 """
 
 from __future__ import annotations
@@ -140,14 +143,17 @@ def _on_routed(
         _fail_receipt(receipt, error)
         return
     result = routed.result()
-    if result.action != "wake":
-        _accept(receipt, _decision(agent, result))
-        return
-    assert target.resource_id is not None and target.thread_id is not None
-    agent._spawn(
-        _route_woken(agent, target.resource_id, target.thread_id, result, idle, receipt),
-        name=f"wake for signal {receipt.signal.id}",
-    )
+    try:  # a callback's error would only be logged: the receipt must hear of it
+        if result.action != "wake":
+            _accept(receipt, _decision(agent, result))
+            return
+        assert target.resource_id is not None and target.thread_id is not None
+        agent._spawn(
+            _route_woken(agent, target.resource_id, target.thread_id, result, idle, receipt),
+            name=f"wake for signal {receipt.signal.id}",
+        )
+    except Exception as failure:
+        _fail_receipt(receipt, failure)
 
 
 async def _route(
