@@ -116,7 +116,7 @@ class Run:
         # loop iteration and share one group commit (see SqliteStore.write).
         await _until(_next_flush_tick(asyncio.get_running_loop().time()))
         self._flush_waiting = False  # from here on it writes: let it finish, never cancel
-        await self._flush()
+        await self._flush(grouped=True)
 
     async def _settle_flusher(self) -> None:
         """At the end of a run: a flush still waiting is dropped (the run's last write takes
@@ -132,13 +132,15 @@ class Run:
         events, self._log = _merge_text_deltas(self._log), []
         return events
 
-    async def _flush(self, messages: list[MessageIn] | None = None) -> None:
+    async def _flush(
+        self, messages: list[MessageIn] | None = None, *, grouped: bool = False
+    ) -> None:
         events = self._take_log()
         if (events or messages) and self.memory is not None:
             assert self.thread_id and self.resource_id
-            await self.memory.store.append(
-                self.thread_id, self.resource_id, messages=messages or (), events=events
-            )
+            store = self.memory.store
+            append = store.append_soon if grouped else store.append  # grouped: a tick's flush
+            await append(self.thread_id, self.resource_id, messages=messages or (), events=events)
 
     # -- the run ------------------------------------------------------------------------------
 

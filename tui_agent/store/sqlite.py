@@ -94,6 +94,7 @@ class SqliteStore:
         self._write_lock: asyncio.Lock | None = None
         self._queue: list[_Queued] = []  # writes waiting for the next group transaction
         self._writer: asyncio.Task[None] | None = None  # drains _queue while it has writes
+        self._leading = False  # a lone write runs in its caller's task (see write)
         self._listeners: dict[str, set[asyncio.Event]] = {}
         self._commits = 0  # write transactions committed through this object
 
@@ -183,9 +184,26 @@ class SqliteStore:
         """Run ``body(conn, *args)`` (a function of ``tui_agent.store.txn``) whole inside a
         ``BEGIN IMMEDIATE`` transaction in the connection's worker thread, and return once that
         transaction has committed. Writes queued meanwhile share it (group commit, see the
-        module docstring); a write that raises is rolled back alone. Once queued, a write is
-        committed even if its caller is cancelled."""
+        module docstring); a write that raises is rolled back alone. A write queued behind
+        another is committed even if its caller is cancelled meanwhile."""
+        if self._writer is None and not self._leading:
+            return await self._write_now(body, args)
         return await self.submit(body, *args)
+
+    async def _write_now(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """Nothing is in flight: run the write in the caller's own task at once (no writer task,
+        no extra hop for a lone write). Writes arriving meanwhile queue for the writer, which
+        takes the write lock after this one."""
+        self._leading = True
+        try:
+            db = await self._conn()
+            assert self._write_lock is not None
+            async with self._write_lock:
+                result = await db._execute(txn.in_transaction, db._conn, body, *args)
+                self._commits += 1
+                return result
+        finally:
+            self._leading = False
 
     def submit(self, body: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Queue ``body(conn, *args)`` as :meth:`write` does, without waiting: the future
@@ -339,6 +357,26 @@ class SqliteStore:
         """Append messages and events to a thread in one transaction."""
         await self.write(txn.append, thread_id, resource_id, list(messages), list(events))
         self._notify(thread_id)
+
+    def append_soon(
+        self,
+        thread_id: str,
+        resource_id: str,
+        *,
+        messages: Iterable[MessageIn] = (),
+        events: Iterable[EventIn] = (),
+    ) -> asyncio.Future[None]:
+        """:meth:`append`, queued at once for the writer's next group commit, never run alone
+        (as a lone :meth:`append` is): appends made in the same loop iteration, such as the
+        delta flushes of several runs on one tick, share one transaction. The future resolves
+        once it is committed."""
+        appended = self.submit(txn.append, thread_id, resource_id, list(messages), list(events))
+        appended.add_done_callback(partial(self._notify_committed, thread_id))
+        return appended
+
+    def _notify_committed(self, thread_id: str, write: asyncio.Future[Any]) -> None:
+        if not write.cancelled() and write.exception() is None:
+            self._notify(thread_id)
 
     async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
         await self.append(thread_id, "", events=events)
