@@ -164,6 +164,24 @@ async def test_a_bad_signal_in_a_burst_fails_alone_and_the_rest_keep_their_order
     assert [s["message"]["content"] for s in claimed] == ["first", *(f"s{i}" for i in range(5))]
 
 
+async def test_a_group_that_cannot_commit_fails_every_caller_and_the_writer_goes_on(
+    store: SqliteStore,
+) -> None:
+    await store.ensure_thread(T, R)
+
+    def end_the_transaction(conn: sqlite3.Connection) -> None:
+        conn.execute("ROLLBACK")  # the group's transaction is gone: nothing of it is stored
+
+    grouped = [store.submit(txn.append, T, R, [], [EventIn("data-note", {"n": 1})]),
+               store.submit(end_the_transaction)]
+    results = await asyncio.gather(*grouped, return_exceptions=True)
+
+    assert all(isinstance(r, sqlite3.OperationalError) for r in results)
+    await store.append_events(T, [EventIn("data-note", {"n": 2})])  # the store still writes
+    notes = [e["payload"]["n"] for e in await store.read_events(T, 0) if e["type"] == "data-note"]
+    assert notes == [2]
+
+
 async def test_without_group_commit_every_write_is_its_own_transaction(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "alone.sqlite", group_commit=False)
     try:

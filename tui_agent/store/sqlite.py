@@ -227,10 +227,13 @@ class SqliteStore:
                     group = [self._queue.pop(0)]
                 await self._commit_group(db, group)
         except BaseException as error:
-            for queued in self._queue:  # cancelled (the loop is closing): nobody waits forever
+            # The file cannot be opened, or the writer was cancelled (the loop is closing): every
+            # waiting caller hears of it, nobody waits forever.
+            for queued in self._queue:
                 _settle(queued.future, txn.Outcome(error=_as_exception(error)))
             self._queue = []
-            raise
+            if not isinstance(error, Exception):
+                raise
         finally:
             self._writer = None
 
@@ -242,7 +245,9 @@ class SqliteStore:
         except BaseException as error:  # nothing of the group was stored
             for queued in group:
                 _settle(queued.future, txn.Outcome(error=_as_exception(error)))
-            raise
+            if not isinstance(error, Exception):
+                raise
+            return  # the writes queued behind this group still get their own transaction
         for queued, outcome in zip(group, outcomes, strict=True):
             _settle(queued.future, outcome)
 
