@@ -199,7 +199,7 @@ class SqliteStore:
             db = await self._conn()
             assert self._write_lock is not None
             async with self._write_lock:
-                result = await db._execute(txn.in_transaction, db._conn, body, *args)
+                result = await _on_worker(db, txn.in_transaction, body, *args)
                 self._commits += 1
                 return result
         finally:
@@ -252,18 +252,16 @@ class SqliteStore:
             _settle(queued.future, outcome)
 
     async def _run_group(self, db: Any, group: list[_Queued]) -> list[txn.Outcome]:
-        # aiosqlite runs any function on its thread with _execute; the raw connection is only
-        # ever touched from that thread.
         if len(group) == 1:  # alone: no savepoint needed, an error rolls back the whole
             try:
                 alone = group[0]
-                value = await db._execute(txn.in_transaction, db._conn, alone.body, *alone.args)
+                value = await _on_worker(db, txn.in_transaction, alone.body, *alone.args)
             except Exception as error:
                 return [txn.Outcome(error=error)]
             self._commits += 1
             return [txn.Outcome(value)]
         writes = [(queued.body, queued.args) for queued in group]
-        outcomes = await db._execute(txn.in_group, db._conn, writes)
+        outcomes = await _on_worker(db, txn.in_group, writes)
         self._commits += 1
         return outcomes
 
@@ -690,6 +688,13 @@ class SqliteStore:
             "SELECT 1 FROM signals WHERE thread_id=? AND status='pending' LIMIT 1", (thread_id,)
         )
         return row is not None
+
+
+async def _on_worker(db: Any, function: Callable[..., T], *args: Any) -> T:
+    """``function(raw_connection, *args)`` on aiosqlite's worker thread, the only thread that
+    ever touches the raw connection: one round trip for a whole transaction. aiosqlite has no
+    public call for this; its private ``_execute`` is used here and nowhere else."""
+    return await db._execute(function, db._conn, *args)  # type: ignore[no-any-return]
 
 
 @dataclass(slots=True)
