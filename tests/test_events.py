@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from tui_agent import Memory, SqliteStore, create_tool
 from tui_agent.events import CHUNK_TYPES, END_TYPES, Chunk, Source, UsagePayload, is_end
-from tui_agent.store.sqlite import new_id
+from tui_agent.store.codec import new_id
 from tui_agent.testing import ScriptedModel
 
 R = "res-1"

@@ -32,9 +32,13 @@ def as_dict(value: Any, what: str) -> dict[str, Any]:
     raise ConfigError(f"{what} must be a dict or a pydantic model, not {type(value).__name__}")
 
 
+# One encoder for every row: json.dumps with options builds a new encoder per call (2x slower).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str, ensure_ascii=False)
+
+
 def dumps(value: Any) -> str:
     """``value`` as compact JSON; what JSON cannot hold (a datetime, a set) as its ``str()``."""
-    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 def loads(text: str | None) -> Any:

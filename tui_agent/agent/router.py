@@ -2,7 +2,10 @@
 
 The call validates everything at once (a bad signal raises and nothing is stored), returns a
 receipt, and routes in the background: the decision — deliver into the live run, wake a new
-run, persist, discard — is one store transaction, so it holds across processes.
+run, persist, discard — is taken inside one store transaction, so it holds across processes.
+A send to a named thread queues its decision at once, with no task of its own: a burst of sends
+shares the store's next group commit, and each receipt resolves once its signal is committed
+(tests/test_group_commit.py).
 
 It lives above the agent (it spawns and starts runs through the agent's
 :class:`~tui_agent.agent.runtime.ThreadRuntime`); ``tui_agent.signals`` holds only the signal data
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tui_agent.agent.options import parse_run_options
@@ -29,10 +33,14 @@ from tui_agent.signals.data import (
     parse_target,
 )
 from tui_agent.signals.elements import merge_attributes, to_model_message
-from tui_agent.store.records import SignalIn
+from tui_agent.store.records import RouteResult, SignalIn
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
+
+
+# The branches of a send that names none (almost every send): parsed once, never mutated.
+_DEFAULT_ACTIVE, _DEFAULT_IDLE = parse_if_active(None), parse_if_idle(None)
 
 
 @dataclass
@@ -44,7 +52,8 @@ class SignalReceipt:
     signal: Signal
     accepted: asyncio.Future[dict[str, Any]]
     persisted: asyncio.Future[None] | None = None
-    #: The background task routing the signal (None for a memoryless agent: routed at once).
+    #: The background task routing the signal (None when routed without one: a named thread
+    #: joins the next group commit directly; a memoryless agent routes at once).
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -61,14 +70,19 @@ def send(
 ) -> SignalReceipt:
     signal = normalize_signal(message) if kind == "signal" else normalize_message(message)
     target = parse_target(run_id, resource_id, thread_id)
-    active, idle = parse_if_active(if_active), parse_if_idle(if_idle)
-    parse_run_options(idle.stream_options, agent.default_options, agent.hooks)  # fail now
+    active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)
+    idle = _DEFAULT_IDLE if if_idle is None else parse_if_idle(if_idle)
+    if idle.stream_options:  # fail now (without any, the agent's own were checked when built)
+        parse_run_options(idle.stream_options, agent.default_options, agent.hooks)
     if agent.memory is None:
         return _send_in_process(agent, signal, target, active, kind == "queue")
     loop = asyncio.get_running_loop()
     receipt = SignalReceipt(signal, loop.create_future())
     if active.behavior == "persist" or idle.behavior == "persist":
         receipt.persisted = loop.create_future()
+    if target.thread_id is not None:
+        _route_now(agent, signal, target, active, idle, kind == "queue", receipt)
+        return receipt
     receipt.task = agent.runtime.spawn(
         _route(agent, signal, target, active, idle, kind == "queue", receipt),
         name=f"route signal {signal.id}",
@@ -104,6 +118,49 @@ def _send_in_process(
     return SignalReceipt(signal, accepted)
 
 
+def _route_now(
+    agent: Agent,
+    signal: Signal,
+    target: Target,
+    active: IfActive,
+    idle: IfIdle,
+    queue: bool,
+    receipt: SignalReceipt,
+) -> None:
+    """The thread is known: queue the routing transaction now (it joins the store's next group
+    commit) and settle the receipt from the decision's future — no task per signal, so a burst
+    of sends costs little more than its commits."""
+    assert target.resource_id is not None and target.thread_id is not None
+    routed = _submit_route(agent, signal, target.resource_id, target.thread_id, active, idle, queue)
+    agent.runtime.track(receipt.accepted)  # close() waits for it, as for a routing task
+    routed.add_done_callback(partial(_on_routed, agent, target, idle, receipt))
+
+
+def _on_routed(
+    agent: Agent,
+    target: Target,
+    idle: IfIdle,
+    receipt: SignalReceipt,
+    routed: asyncio.Future[RouteResult],
+) -> None:
+    error = asyncio.CancelledError() if routed.cancelled() else routed.exception()
+    if error is not None:
+        _fail_receipt(receipt, error)
+        return
+    result = routed.result()
+    try:  # a callback's error would only be logged: the receipt must hear of it
+        if result.action != "wake":
+            _accept(receipt, _decision(agent, result))
+            return
+        assert target.resource_id is not None and target.thread_id is not None
+        agent.runtime.spawn(
+            _route_woken(agent, target.resource_id, target.thread_id, result, idle, receipt),
+            name=f"wake for signal {receipt.signal.id}",
+        )
+    except Exception as failure:
+        _fail_receipt(receipt, failure)
+
+
 async def _route(
     agent: Agent,
     signal: Signal,
@@ -113,48 +170,87 @@ async def _route(
     queue: bool,
     receipt: SignalReceipt,
 ) -> None:
+    """The routing of a signal sent by run id: find its thread first."""
     try:
-        decision = await _decide(agent, signal, target, active, idle, queue)
+        resource_id, thread_id = await _thread_of(agent, target)
+        result = await _submit_route(agent, signal, resource_id, thread_id, active, idle, queue)
     except BaseException as error:
-        _fail(receipt.accepted, error)
-        if receipt.persisted is not None:
-            _fail(receipt.persisted, error)
+        _fail_receipt(receipt, error)
         return
-    if receipt.persisted is not None and not receipt.persisted.done():
-        # The decision is stored by now whatever the branch (a delivered or woken signal is
-        # stored too), so waiting on ``persisted`` never hangs.
-        receipt.persisted.set_result(None)
-    receipt.accepted.set_result(decision)
+    if result.action != "wake":
+        _accept(receipt, _decision(agent, result))
+        return
+    await _route_woken(agent, resource_id, thread_id, result, idle, receipt)
 
 
-async def _decide(
-    agent: Agent, signal: Signal, target: Target, active: IfActive, idle: IfIdle, queue: bool
-) -> dict[str, Any]:
+async def _route_woken(
+    agent: Agent,
+    resource_id: str,
+    thread_id: str,
+    result: RouteResult,
+    idle: IfIdle,
+    receipt: SignalReceipt,
+) -> None:
+    """The signal won the thread's lease: start the run it woke."""
+    assert result.run_id is not None
+    agent.runtime.ensure_dispatcher()
+    try:
+        output = await agent.runtime.start_woken_run(
+            thread_id, resource_id, result.run_id, idle.stream_options
+        )
+    except BaseException as error:
+        _fail_receipt(receipt, error)
+        return
+    _accept(receipt, {"action": "wake", "run_id": result.run_id, "output": output})
+
+
+def _submit_route(
+    agent: Agent,
+    signal: Signal,
+    resource_id: str,
+    thread_id: str,
+    active: IfActive,
+    idle: IfIdle,
+    queue: bool,
+) -> asyncio.Future[RouteResult]:
     assert agent.memory is not None
-    store = agent.memory.store
-    resource_id, thread_id = await _thread_of(agent, target)
-    result = await store.route_signal(
+    when_active = _signal_in(signal, active.attributes)
+    same = active.attributes == idle.attributes  # the default: render it once
+    return agent.memory.store.route_signal_soon(
         thread_id,
         resource_id,
-        _signal_in(signal, active.attributes),
+        when_active,
         if_active=active.behavior,
         if_idle=idle.behavior,
         queue=queue,
         owner=agent.runtime.owner,
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
-        echo_when_idle=_signal_in(signal, idle.attributes),
+        echo_when_idle=when_active if same else _signal_in(signal, idle.attributes),
     )
+
+
+def _decision(agent: Agent, result: RouteResult) -> dict[str, Any]:
+    """The receipt's answer for a decision other than a wake."""
     agent.runtime.ensure_dispatcher()
-    if result.action == "wake":
-        assert result.run_id is not None
-        output = await agent.runtime.start_woken_run(
-            thread_id, resource_id, result.run_id, idle.stream_options
-        )
-        return {"action": "wake", "run_id": result.run_id, "output": output}
     if result.action == "deliver":
         return {"action": "deliver", "run_id": result.run_id}
     return {"action": result.action}
+
+
+def _accept(receipt: SignalReceipt, decision: dict[str, Any]) -> None:
+    if receipt.persisted is not None and not receipt.persisted.done():
+        # The decision is stored by now whatever the branch (a delivered or woken signal is
+        # stored too), so waiting on ``persisted`` never hangs.
+        receipt.persisted.set_result(None)
+    if not receipt.accepted.done():  # close() may have cancelled it
+        receipt.accepted.set_result(decision)
+
+
+def _fail_receipt(receipt: SignalReceipt, error: BaseException) -> None:
+    _fail(receipt.accepted, error)
+    if receipt.persisted is not None:
+        _fail(receipt.persisted, error)
 
 
 async def _thread_of(agent: Agent, target: Target) -> tuple[str, str]:
@@ -177,6 +273,7 @@ def _signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
     data = signal.model_dump(mode="json")
     data["attributes"] = merge_attributes(signal.attributes, branch_attributes)
     return SignalIn(signal.id, signal.type, to_model_message(signal, branch_attributes), data)
+
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:

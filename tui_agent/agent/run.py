@@ -3,7 +3,10 @@
 A step is one model call plus the tool calls it asked for. Between steps, every signal pending on
 the thread is taken into the run (arrival order), and the loop goes on even if the model had
 finished. With memory, each message is stored as it happens and each chunk lands in the thread's
-event log (text deltas in small batches), so other processes can watch the run live.
+event log (text deltas in small batches, flushed on a tick shared by the process's runs so their
+flushes share one group commit), so other processes can watch the run live. A reader sees the
+first text delta as soon as it is pushed, however fast the model streams
+(tests/test_group_commit.py).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -57,6 +61,10 @@ if TYPE_CHECKING:
 
 LOG_FLUSH_S = 0.05  # text deltas reach the log (and other processes) at most this late
 ABORT_POLL_S = 0.1  # how often a run looks for an abort requested from another process
+# A model that streams without ever waiting (a scripted or cached reply) would otherwise push its
+# whole answer before a reader sees the first delta: the run lets readers in after its first
+# delta and then at least this often.
+YIELD_EVERY_S = 0.001
 
 
 class _Aborted(Exception):
@@ -141,9 +149,11 @@ class Run:
                 self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(LOG_FLUSH_S)
+        # On a clock shared by every run in the process: their flushes fall due in the same
+        # loop iteration and share one group commit (see SqliteStore.write).
+        await _until(_next_flush_tick(asyncio.get_running_loop().time()))
         self._flush_waiting = False  # from here on it writes: let it finish, never cancel
-        await self._flush()
+        await self._flush(grouped=True)
 
     async def _settle_flusher(self) -> None:
         """At the end of a run: a flush still waiting is dropped (the run's last write takes
@@ -159,13 +169,15 @@ class Run:
         events, self._log = _merge_text_deltas(self._log), []
         return events
 
-    async def _flush(self, messages: list[MessageIn] | None = None) -> None:
+    async def _flush(
+        self, messages: list[MessageIn] | None = None, *, grouped: bool = False
+    ) -> None:
         events = self._take_log()
         if (events or messages) and self.memory is not None:
             assert self.thread_id and self.resource_id
-            await self.memory.store.append(
-                self.thread_id, self.resource_id, messages=messages or (), events=events
-            )
+            store = self.memory.store
+            append = store.append_soon if grouped else store.append  # grouped: a tick's flush
+            await append(self.thread_id, self.resource_id, messages=messages or (), events=events)
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -355,6 +367,8 @@ class Run:
         calls: dict[int, dict[str, Any]] = {}
         end = StepEnd("stop")
         self._partial = ""
+        loop = asyncio.get_running_loop()
+        yield_at = 0.0  # the first delta goes to readers at once
         async for event in self.plan.model.stream(request):
             if type(event) is TextDelta:
                 if event.text:
@@ -365,6 +379,9 @@ class Run:
                         text.append(chunk)
                         self._partial += chunk
                         self.emit(TEXT_DELTA, {"text": chunk})
+                        if loop.time() >= yield_at:
+                            await asyncio.sleep(0)  # let readers see what was pushed
+                            yield_at = loop.time() + YIELD_EVERY_S
             elif type(event) is ToolCallDelta:
                 _add_tool_delta(calls, event)
             elif type(event) is StepEnd:
@@ -640,6 +657,28 @@ class Run:
                 abort = await store.abort_requested(self.thread_id, self.run_id)
             if abort:
                 self.abort_event.set()
+
+
+def _next_flush_tick(now: float) -> float:
+    """The next multiple of LOG_FLUSH_S on the loop's clock: the same float for every run."""
+    return (math.floor(now / LOG_FLUSH_S) + 1) * LOG_FLUSH_S
+
+
+async def _until(when: float) -> None:
+    """Sleep until loop time ``when`` exactly (``asyncio.sleep`` re-reads the clock, so runs
+    aiming at one tick would each get their own timer)."""
+    loop = asyncio.get_running_loop()
+    due: asyncio.Future[None] = loop.create_future()
+    timer = loop.call_at(when, _resolve, due)
+    try:
+        await due
+    finally:
+        timer.cancel()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _add_tool_delta(calls: dict[int, dict[str, Any]], delta: ToolCallDelta) -> None:

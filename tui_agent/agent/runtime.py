@@ -146,6 +146,12 @@ class ThreadRuntime:
         task.add_done_callback(_retrieve_exception)
         return task
 
+    def track(self, future: asyncio.Future[Any]) -> None:
+        """Work in flight with no task of its own (a signal's routing, queued in the store's
+        next group commit) that :meth:`settle` and ``Agent.close`` wait for, like a task."""
+        self._background.add(future)  # type: ignore[arg-type]
+        future.add_done_callback(self._background.discard)
+
     def background(self) -> list[asyncio.Task[Any]]:
         """The background tasks still going: signals being routed, runs starting."""
         return [task for task in self._background if not task.done()]

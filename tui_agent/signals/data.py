@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 import re
-import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -181,8 +181,15 @@ def _json_object(value: Any, what: str) -> dict[str, Any]:
 # -- the Signal model -----------------------------------------------------------------------------
 
 
+# uuid4's version and variant bits, set on 128 random bits.
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (4 << 76) | (0x8000 << 48)
+
+
 def _new_id() -> str:
-    return uuid.uuid4().hex
+    """``uuid.uuid4().hex``, without uuid.UUID's pure-Python constructor (half the cost: it
+    runs once per signal sent)."""
+    return f"{int.from_bytes(os.urandom(16), 'big') & _UUID4_CLEAR | _UUID4_SET:032x}"
 
 
 def _now() -> datetime:
@@ -222,8 +229,9 @@ class Signal(BaseModel):
     @model_validator(mode="after")
     def _tag(self) -> Signal:
         if self.tag_name is None:
-            self.tag_name = DEFAULT_TAGS[self.type]
-        check_name(self.tag_name, "tag_name")
+            self.tag_name = DEFAULT_TAGS[self.type]  # a valid name: nothing to check
+        else:
+            check_name(self.tag_name, "tag_name")
         return self
 
     @property

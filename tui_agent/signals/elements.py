@@ -82,6 +82,8 @@ def merge_attributes(
     new branch keys). ``None`` values are dropped *after* the merge, so a branch value of ``None``
     removes the signal's own attribute of that name for that branch.
     """
+    if not own and not branch:
+        return {}  # the common case, on every signal's hot path
     merged = {**check_attributes(own), **check_attributes(branch, "branch attributes")}
     return {k: v for k, v in merged.items() if v is not None}
 
@@ -139,6 +141,10 @@ def to_model_message(
     element (all text joined) followed by the files. ``provider_options`` ride along if set.
     """
     sig = _as_signal(signal)
+    if type(sig.contents) is str and is_plain(sig, {}) and not (
+        sig.attributes or branch_attributes or sig.provider_options
+    ):  # a plain text message, most of what is sent: skip the general case below
+        return {"role": "user", "content": neutralize_markup(sig.contents)}
     attrs = merge_attributes(sig.attributes, branch_attributes)
     parts = sig.contents if isinstance(sig.contents, list) else []
     content: str | list[dict[str, Any]]

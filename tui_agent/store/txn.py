@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from tui_agent.errors import StoreError
@@ -36,6 +39,70 @@ def in_transaction(conn: Conn, body: Any, *args: Any) -> Any:
         raise
     conn.execute("COMMIT")
     return result
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one caller's write in a group gave: its result, or the error it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+
+Write = tuple[Any, tuple[Any, ...]]  # (body, args): body(conn, *args)
+
+
+def in_group(conn: Conn, writes: list[Write]) -> list[Outcome]:
+    """Run several callers' writes, in order, as ONE ``BEGIN IMMEDIATE`` … ``COMMIT`` (group
+    commit). Each runs inside its own savepoint: one that raises is rolled back alone and its
+    error handed back, the others still commit. If the transaction itself fails (BEGIN, COMMIT,
+    a broken connection), it raises and nothing of the group is stored.
+
+    Consecutive writes of a body that has a batch form (``BATCH_FORMS``) run as one call of it
+    in one savepoint; if that raises, they are rolled back and run again one by one, so the
+    error still reaches only the caller whose write caused it."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        outcomes: list[Outcome] = []
+        for body, run in groupby(writes, key=itemgetter(0)):
+            calls = [args for _, args in run]
+            batch = BATCH_FORMS.get(body)
+            if batch is not None and len(calls) > 1:
+                outcomes += _batch_in_savepoint(conn, body, batch, calls)
+            else:
+                outcomes += [_in_savepoint(conn, body, args) for args in calls]
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # SQLite may have rolled back already (I/O error, full disk)
+            conn.execute("ROLLBACK")
+        raise
+    return outcomes
+
+
+def _in_savepoint(conn: Conn, body: Any, args: tuple[Any, ...]) -> Outcome:
+    conn.execute("SAVEPOINT caller")
+    try:
+        value = body(conn, *args)
+    except Exception as error:
+        conn.execute("ROLLBACK TO caller")
+        conn.execute("RELEASE caller")
+        return Outcome(error=error)
+    conn.execute("RELEASE caller")
+    return Outcome(value)
+
+
+def _batch_in_savepoint(
+    conn: Conn, body: Any, batch: Any, calls: list[tuple[Any, ...]]
+) -> list[Outcome]:
+    conn.execute("SAVEPOINT batch")
+    try:
+        values = batch(conn, calls)
+    except Exception:
+        conn.execute("ROLLBACK TO batch")
+        conn.execute("RELEASE batch")
+        return [_in_savepoint(conn, body, args) for args in calls]  # find whose write failed
+    conn.execute("RELEASE batch")
+    return [Outcome(value) for value in values]
 
 
 # -- threads, messages, events ----------------------------------------------------------------
@@ -338,6 +405,33 @@ def _route_idle(
     return RouteResult("discard")
 
 
+INSERT_SIGNAL = (
+    "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message, data,"
+    " created_at) VALUES (?,?,?,?,?,?,?,?,?)"
+)
+
+
+def signal_row(
+    thread_id: str,
+    resource_id: str,
+    signal: SignalIn,
+    status: str,
+    run_id: str | None,
+    now: float,
+) -> tuple[Any, ...]:
+    return (
+        signal.id,
+        thread_id,
+        resource_id,
+        signal.type,
+        status,
+        run_id,
+        dumps(signal.message),
+        dumps(signal.data),
+        now,
+    )
+
+
 def insert_signal(
     conn: Conn,
     thread_id: str,
@@ -347,20 +441,35 @@ def insert_signal(
     run_id: str | None,
 ) -> None:
     conn.execute(
-        "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message, data,"
-        " created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-        (
-            signal.id,
-            thread_id,
-            resource_id,
-            signal.type,
-            status,
-            run_id,
-            dumps(signal.message),
-            dumps(signal.data),
-            time.time(),
-        ),
+        INSERT_SIGNAL, signal_row(thread_id, resource_id, signal, status, run_id, time.time())
     )
+
+
+def route_signals(conn: Conn, calls: list[tuple[Any, ...]]) -> list[RouteResult]:
+    """:func:`route_signal` for each of ``calls`` (its arguments), in order — the batch form
+    group commit uses. The common case of a burst, signals delivered into a thread's live run,
+    costs one lease lookup per thread and one ``executemany``; any other call runs as
+    :func:`route_signal` does, after the rows before it are written (arrival order holds)."""
+    results: list[RouteResult] = []
+    rows: list[tuple[Any, ...]] = []
+    live_runs: dict[str, str | None] = {}  # thread → its live run, as this transaction sees it
+    now = time.time()
+    for args in calls:
+        thread_id, resource_id, signal, _idle, if_active, _if_idle, queue = args[:7]
+        if thread_id not in live_runs:
+            live = live_lease(conn, thread_id)
+            live_runs[thread_id] = None if live is None else live[0]
+        run_id = live_runs[thread_id]
+        if run_id is not None and if_active == "deliver" and not queue:
+            rows.append(signal_row(thread_id, resource_id, signal, "pending", run_id, now))
+            results.append(RouteResult("deliver", run_id))
+            continue
+        conn.executemany(INSERT_SIGNAL, rows)
+        rows = []
+        results.append(route_signal(conn, *args))
+        del live_runs[thread_id]  # a wake, for one, took the lease
+    conn.executemany(INSERT_SIGNAL, rows)
+    return results
 
 
 def persist(
@@ -426,3 +535,7 @@ def claim_signals(
 ) -> list[dict[str, Any]]:
     append(conn, thread_id, resource_id, messages_before, events_before)
     return _take_pending(conn, thread_id, resource_id, run_id, "delivered")
+
+
+# Bodies whose consecutive writes in one group run as one call (see in_group).
+BATCH_FORMS: dict[Any, Any] = {route_signal: route_signals}
