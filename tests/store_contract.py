@@ -116,6 +116,16 @@ class StoreContract:
         store.remove_listener("other", other)
         store.remove_listener("other", other)  # unknown ones are ignored
 
+    async def test_queued_appends_commit_in_order(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        queued = [store.append_soon(T, R, messages=[MessageIn("user", f"m{i}")],
+                                    events=[EventIn("text-delta", {"text": f"d{i}"})])
+                  for i in range(5)]
+        await asyncio.gather(*queued)
+        assert [m.content for m in await store.list_messages(T)] == [f"m{i}" for i in range(5)]
+        texts = [e["payload"]["text"] for e in await store.read_events(T, 0)]
+        assert texts == [f"d{i}" for i in range(5)]
+
     async def test_activity_and_usage_of_threads(self, store: Store) -> None:
         await store.ensure_thread(T, R)
         await store.append(T, R, messages=[MessageIn("user", "hi"), MessageIn("user", "there")])
@@ -187,6 +197,17 @@ class StoreContract:
         options: dict[str, Any] = {"if_active": "deliver", "if_idle": "wake", "owner": OWNER,
                                    "ttl_s": 30}
         return await store.route_signal(T, R, user_signal(text), **(options | kw))
+
+    async def test_queued_routes_decide_in_order_one_wake(self, store: Store) -> None:
+        options: dict[str, Any] = {"if_active": "deliver", "if_idle": "wake", "owner": OWNER,
+                                   "ttl_s": 30}
+        routed = [store.route_signal_soon(T, R, user_signal(f"s{i}"), **options)
+                  for i in range(4)]
+        results = await asyncio.gather(*routed)
+        assert [r.action for r in results] == ["wake", "deliver", "deliver", "deliver"]
+        assert len({r.run_id for r in results}) == 1
+        waiting = await store.waiting_signals(T)
+        assert [w["data"]["contents"] for w in waiting] == ["s0", "s1", "s2", "s3"]
 
     async def test_a_signal_wakes_an_idle_thread_then_joins_its_run(self, store: Store) -> None:
         woke = await self._route(store, "one")

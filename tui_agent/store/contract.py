@@ -117,6 +117,15 @@ class Store(Protocol):
         """:meth:`append` with events only."""
         ...
 
+    def append_soon(
+        self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
+        events: Iterable[EventIn] = (),
+    ) -> asyncio.Future[None]:
+        """:meth:`append`, queued at once without waiting: appends made close together (the
+        delta flushes of several runs) may share one transaction (group commit). The future
+        resolves once the append is committed; appends keep the order they were queued in."""
+        ...
+
     async def list_messages(
         self, thread_id: str, *, limit: int = 50, before: str | None = None
     ) -> list[MessageRecord]:
@@ -211,6 +220,16 @@ class Store(Protocol):
         on an idle thread ``wake`` (the lease taken, a new run, the signal pending for it),
         ``persist`` (a tiny run with no model call) or ``discard``. Of concurrent wakes on one
         idle thread exactly one wakes; the others deliver into its run."""
+        ...
+
+    def route_signal_soon(
+        self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
+        if_idle: str, queue: bool = False, owner: str, ttl_s: float,
+        agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
+    ) -> asyncio.Future[RouteResult]:
+        """:meth:`route_signal`, queued at once without waiting (a burst of sends shares one
+        transaction); the future resolves with the decision once it is committed, and
+        decisions are taken in the order the signals were queued."""
         ...
 
     async def claim_signals(
