@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import pg_server
 import pytest
 from helpers.common import AgentFactory, Seen, StoreFactory
 from openai_server import FakeOpenAIServer
@@ -84,6 +85,32 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))  # no user settings
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+# -- PostgreSQL (tests/pg_server.py) ---------------------------------------------------------
+@pytest.fixture(scope="session")
+def pg_admin_url() -> Iterator[str]:
+    """A PostgreSQL URL whose user may create databases; skips (fails under CI=1) if none."""
+    reason = None
+    try:
+        import asyncpg  # noqa: F401
+    except ImportError:
+        reason = "asyncpg is not installed (pip install -e '.[test]')"
+    if reason is None:
+        try:
+            with pg_server.admin_url() as url:
+                yield url
+                return
+        except pg_server.Unavailable as error:
+            reason = str(error)
+    pg_server.unavailable(reason)
+
+
+@pytest.fixture
+async def pg_database(pg_admin_url: str) -> AsyncIterator[str]:
+    """The URL of a fresh, empty database of this test's own, dropped after it."""
+    async with pg_server.fresh_database(pg_admin_url) as url:
+        yield url
 
 
 # -- fake OpenAI server ----------------------------------------------------------------------
