@@ -159,3 +159,24 @@ async def fresh_database(admin: str) -> AsyncIterator[str]:
         yield url
     finally:
         await drop_database(admin, name)
+
+
+def create_database_sync(admin: str, name: str) -> None:
+    """:func:`create_database` from plain code, even with an event loop running (a thread of
+    its own with its own loop)."""
+    import asyncio
+    import threading
+
+    errors: list[BaseException] = []
+
+    def create() -> None:
+        try:
+            asyncio.run(create_database(admin, name))
+        except BaseException as error:
+            errors.append(error)
+
+    worker = threading.Thread(target=create, name="create-test-database")
+    worker.start()
+    worker.join(START_TIMEOUT_S)
+    if errors:
+        raise errors[0]
