@@ -10,6 +10,7 @@ When neither is possible the tests that need PostgreSQL skip, saying why, except
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import pwd
@@ -17,11 +18,15 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
+
+T = TypeVar("T")
 
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 30
@@ -161,22 +166,40 @@ async def fresh_database(admin: str) -> AsyncIterator[str]:
         await drop_database(admin, name)
 
 
-def create_database_sync(admin: str, name: str) -> None:
-    """:func:`create_database` from plain code, even with an event loop running (a thread of
-    its own with its own loop)."""
-    import asyncio
-    import threading
-
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to its end from plain code, even with an event loop running (in a
+    thread of its own with its own loop)."""
+    result: list[T] = []
     errors: list[BaseException] = []
 
-    def create() -> None:
+    def work() -> None:
         try:
-            asyncio.run(create_database(admin, name))
+            result.append(asyncio.run(coroutine))
         except BaseException as error:
             errors.append(error)
 
-    worker = threading.Thread(target=create, name="create-test-database")
+    worker = threading.Thread(target=work, name="pg-test-helper")
     worker.start()
     worker.join(START_TIMEOUT_S)
     if errors:
         raise errors[0]
+    return result[0]
+
+
+def create_database_sync(admin: str, name: str) -> None:
+    run_sync(create_database(admin, name))
+
+
+def drop_database_sync(admin: str, name: str) -> None:
+    run_sync(drop_database(admin, name))
+
+
+async def fetch(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of one query on a connection of its own, as tuples."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        return [tuple(row) for row in await conn.fetch(sql, *params)]
+    finally:
+        await conn.close()

@@ -4,10 +4,8 @@ its own, from plain code (SQLite: the file; PostgreSQL: a thread with its own lo
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sqlite3
-import threading
 from typing import Any
 
 from tui_agent import SqliteStore
@@ -28,27 +26,6 @@ def rows_sync(store: Any, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
     if isinstance(store, SqliteStore):
         with sqlite3.connect(store.path) as db:
             return db.execute(sql, params).fetchall()
-    result: list[list[Any]] = []
-    errors: list[BaseException] = []
+    import pg_server
 
-    async def query() -> list[Any]:
-        import asyncpg
-
-        conn = await asyncpg.connect(store.url)
-        try:
-            return list(await conn.fetch(dollar_params(sql), *params))
-        finally:
-            await conn.close()
-
-    def work() -> None:
-        try:
-            result.append(asyncio.run(query()))
-        except BaseException as error:
-            errors.append(error)
-
-    worker = threading.Thread(target=work)
-    worker.start()
-    worker.join(30)
-    if errors:
-        raise errors[0]
-    return result[0]
+    return pg_server.run_sync(pg_server.fetch(store.url, dollar_params(sql), *params))

@@ -84,6 +84,8 @@ class PostgresStore(PostgresInbox):
         self._pool: Any = None
         self._open_lock: asyncio.Lock | None = None
         self._commits = 0
+        self._thread_order: dict[str, list[Any]] = {}  # thread id: [its lock, users]
+        self._run_lookups: asyncio.Lock | None = None
         self._changes = ChangeListener(self._connect)
 
     def __repr__(self) -> str:
@@ -137,6 +139,24 @@ class PostgresStore(PostgresInbox):
         """Run ``body(conn, *args)`` (a function of ``postgres_txn``) as one transaction."""
         async with self.transaction() as conn:
             return await body(conn, *args)
+
+    async def write_thread(
+        self, thread_id: str, body: Callable[..., Awaitable[T]], *args: Any
+    ) -> T:
+        """:meth:`write` for a transaction on one thread, in the order this process called:
+        the pool's connections would otherwise reach the thread's advisory lock in any order
+        (three messages sent one after another must arrive in that order, as on SQLite)."""
+        entry = self._thread_order.get(thread_id)
+        if entry is None:
+            entry = self._thread_order[thread_id] = [asyncio.Lock(), 0]
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                return await self.write(body, *args)
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._thread_order[thread_id]
 
     async def fetchall(self, sql: str, *args: Any) -> list[Any]:
         return list(await (await self.pool()).fetch(sql, *args))
@@ -219,7 +239,8 @@ class PostgresStore(PostgresInbox):
         self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
         events: Iterable[EventIn] = (),
     ) -> None:
-        await self.write(txn.locked_append, thread_id, resource_id, list(messages), list(events))
+        await self.write_thread(
+            thread_id, txn.locked_append, thread_id, resource_id, list(messages), list(events))
         self._notify(thread_id)
 
     async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
@@ -294,7 +315,12 @@ class PostgresStore(PostgresInbox):
         )
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self.fetchone(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id=$1", run_id)
+        """Lookups answer in call order (one at a time): signals sent to a run id find its
+        thread in the order they were sent, then queue on the thread in that order."""
+        if self._run_lookups is None:
+            self._run_lookups = asyncio.Lock()
+        async with self._run_lookups:
+            row = await self.fetchone(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id=$1", run_id)
         return None if row is None else _run(row)
 
     async def list_runs(self, thread_id: str, limit: int = 20) -> list[RunRecord]:
@@ -310,8 +336,9 @@ class PostgresStore(PostgresInbox):
         agent_id: str | None = None, title: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> bool:
-        started = await self.write(
-            txn.start_run, thread_id, resource_id, run_id, owner, ttl_s, agent_id, title, metadata
+        started = await self.write_thread(
+            thread_id, txn.start_run, thread_id, resource_id, run_id, owner, ttl_s, agent_id,
+            title, metadata,
         )
         self._notify(thread_id)
         return started
@@ -367,7 +394,7 @@ class PostgresStore(PostgresInbox):
         )
         if expires_at is None or expires_at > time.time():
             return False
-        reaped = await self.write(txn.reap_expired, thread_id)
+        reaped = await self.write_thread(thread_id, txn.reap_expired, thread_id)
         if reaped:
             self._notify(thread_id)
         return reaped
@@ -377,9 +404,9 @@ class PostgresStore(PostgresInbox):
         finish_reason: str | None, error: str | None = None,
         messages: Sequence[MessageIn] = (), events: Sequence[EventIn] = (), force: bool = False,
     ) -> FinishOutcome:
-        outcome = await self.write(
-            txn.finish_run, thread_id, resource_id, run_id, owner, status, finish_reason, error,
-            list(messages), list(events), force,
+        outcome = await self.write_thread(
+            thread_id, txn.finish_run, thread_id, resource_id, run_id, owner, status,
+            finish_reason, error, list(messages), list(events), force,
         )
         if outcome.finished:
             self._notify(thread_id)
@@ -396,8 +423,8 @@ class PostgresStore(PostgresInbox):
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
         agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
     ) -> RouteResult:
-        result = await self.write(
-            txn.route_signal, thread_id, resource_id, signal, echo_when_idle or signal,
+        result = await self.write_thread(
+            thread_id, txn.route_signal, thread_id, resource_id, signal, echo_when_idle or signal,
             if_active, if_idle, queue, owner, ttl_s, agent_id,
         )
         if result.action != "discard":
@@ -408,8 +435,8 @@ class PostgresStore(PostgresInbox):
         self, thread_id: str, resource_id: str, run_id: str, *,
         messages_before: Sequence[MessageIn] = (), events_before: Sequence[EventIn] = (),
     ) -> list[dict[str, Any]]:
-        taken = await self.write(
-            txn.claim_signals, thread_id, resource_id, run_id, list(messages_before),
+        taken = await self.write_thread(
+            thread_id, txn.claim_signals, thread_id, resource_id, run_id, list(messages_before),
             list(events_before),
         )
         if taken or messages_before or events_before:
