@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import tui_agent.store.postgres_txn as txn
@@ -99,7 +99,21 @@ class PostgresStore(PostgresInbox):
 
     async def _connect(self) -> Any:
         asyncpg = require_asyncpg()
-        return await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_S)
+        with self._unreachable_is_a_store_error():
+            return await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_S)
+
+    @contextmanager
+    def _unreachable_is_a_store_error(self) -> Iterator[None]:
+        """A server that cannot be reached (or refuses us) is one ``StoreError`` naming the
+        store without its password, not a driver traceback."""
+        asyncpg = require_asyncpg()
+        try:
+            yield
+        except (OSError, TimeoutError, asyncpg.PostgresError,
+                asyncpg.InterfaceError) as error:
+            raise StoreError(
+                f"cannot open the PostgreSQL store {self.location}: {error}"
+            ) from error
 
     async def pool(self) -> Any:
         if self._pool is not None:
@@ -109,9 +123,10 @@ class PostgresStore(PostgresInbox):
         async with self._open_lock:
             if self._pool is None:
                 asyncpg = require_asyncpg()
-                pool = await asyncpg.create_pool(
-                    self.url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT_S
-                )
+                with self._unreachable_is_a_store_error():
+                    pool = await asyncpg.create_pool(
+                        self.url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT_S
+                    )
                 try:
                     async with pool.acquire() as conn:
                         await migrate(conn, self.location)
