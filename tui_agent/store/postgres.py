@@ -141,6 +141,8 @@ class PostgresStore(PostgresInbox):
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
+        # Locks belong to the loop that used them: a store reopened on another loop makes new.
+        self._open_lock = self._run_lookups = None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Any]:

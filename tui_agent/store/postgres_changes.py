@@ -81,6 +81,7 @@ class ChangeListener:
                 self._wake_all()  # commits made before LISTEN took effect: look once more
 
     async def close(self) -> None:
+        self._lock, self._next_try = None, 0.0
         conn, self._conn = self._conn, None
         if conn is not None and not conn.is_closed():
             await conn.close()
