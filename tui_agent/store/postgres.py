@@ -160,8 +160,14 @@ class PostgresStore(PostgresInbox):
     async def write_thread(
         self, thread_id: str, body: Callable[..., Awaitable[T]], *args: Any
     ) -> T:
-        """:meth:`write` for a transaction on one thread, in the order this process called:
-        the pool's connections would otherwise reach the thread's advisory lock in any order
+        """:meth:`write` for a transaction on one thread, in this process's call order."""
+        async with self._in_call_order(thread_id):
+            return await self.write(body, *args)
+
+    @asynccontextmanager
+    async def _in_call_order(self, thread_id: str) -> AsyncIterator[None]:
+        """Writes to one thread from this process, one at a time in the order called: the
+        pool's connections would otherwise reach the thread's advisory lock in any order
         (three messages sent one after another must arrive in that order, as on SQLite)."""
         entry = self._thread_order.get(thread_id)
         if entry is None:
@@ -169,7 +175,7 @@ class PostgresStore(PostgresInbox):
         entry[1] += 1
         try:
             async with entry[0]:
-                return await self.write(body, *args)
+                yield
         finally:
             entry[1] -= 1
             if entry[1] == 0:
@@ -440,6 +446,11 @@ class PostgresStore(PostgresInbox):
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
         agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
     ) -> RouteResult:
+        if if_active == "deliver" and not queue:
+            run_id = await self._deliver_fast(thread_id, resource_id, signal)
+            if run_id is not None:
+                self._notify(thread_id)
+                return RouteResult("deliver", run_id)
         result = await self.write_thread(
             thread_id, txn.route_signal, thread_id, resource_id, signal, echo_when_idle or signal,
             if_active, if_idle, queue, owner, ttl_s, agent_id,
@@ -447,6 +458,22 @@ class PostgresStore(PostgresInbox):
         if result.action != "discard":
             self._notify(thread_id)
         return result
+
+    async def _deliver_fast(
+        self, thread_id: str, resource_id: str, signal: SignalIn
+    ) -> str | None:
+        """Into a live run in one round trip and one statement (``tui_agent_deliver_signal``,
+        its own transaction); None if no run is live (nothing was written)."""
+        async with self._in_call_order(thread_id):
+            pool = await self.pool()
+            run_id = await pool.fetchval(
+                "SELECT tui_agent_deliver_signal($1, $2, $3, $4, $5, $6, $7)",
+                thread_id, signal.id, resource_id, signal.type, dumps(signal.message),
+                dumps(signal.data), time.time(),
+            )
+        if run_id is not None:
+            self._commits += 1
+        return run_id
 
     async def claim_signals(
         self, thread_id: str, resource_id: str, run_id: str, *,

@@ -185,6 +185,29 @@ MIGRATIONS: list[str] = [
         FOR EACH STATEMENT EXECUTE FUNCTION tui_agent_notify_any();
     CREATE TRIGGER notifications_notify AFTER INSERT OR UPDATE OR DELETE ON notifications
         FOR EACH STATEMENT EXECUTE FUNCTION tui_agent_notify_any();
+
+    -- The hot path of signal routing in one round trip (one statement, its own transaction):
+    -- under the thread's lock, a signal for a live run is stored pending for it. NULL: no live
+    -- run (the caller then routes in a full transaction: reap, wake, persist...). VOLATILE, so
+    -- each statement sees what committed before it, after the lock was taken.
+    CREATE FUNCTION tui_agent_deliver_signal(
+        p_thread text, p_id text, p_resource text, p_type text, p_message text, p_data text,
+        p_now double precision
+    ) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+    DECLARE
+        live_run text;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtextextended(p_thread, 0));
+        SELECT run_id INTO live_run FROM leases WHERE thread_id = p_thread AND expires_at > p_now;
+        IF live_run IS NULL THEN
+            RETURN NULL;
+        END IF;
+        INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message, data,
+                            created_at)
+            VALUES (p_id, p_thread, p_resource, p_type, 'pending', live_run, p_message, p_data,
+                    p_now);
+        RETURN live_run;
+    END $$;
     """,
 ]
 
