@@ -119,3 +119,14 @@ async def test_the_pool_is_bounded_and_many_concurrent_calls_share_it(url: str) 
 async def test_the_location_hides_the_password() -> None:
     store = open_store("postgresql://me:s3cret@127.0.0.1:1/db")
     assert store.location == "postgresql://me:***@127.0.0.1:1/db"
+
+
+def test_without_a_server_tests_skip_locally_but_fail_under_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="initdb not found"):
+        pg_server.unavailable("initdb not found")
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="CI=1: the PostgreSQL tests must run"):
+        pg_server.unavailable("initdb not found")

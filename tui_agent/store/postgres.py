@@ -78,6 +78,11 @@ class PostgresStore(PostgresInbox):
     """A store in a PostgreSQL database (``postgresql://`` or ``postgres://`` URL). Connects
     lazily, on first use; :meth:`close` releases the pool and the listening connection."""
 
+    # Listeners are set by other processes' commits too (NOTIFY), not only this object's: a
+    # poller may wait on them and call data_version() only now and then (≥ 0.5 s: it keeps the
+    # listening connection up), instead of every few milliseconds.
+    pushes_changes = True
+
     def __init__(self, url: str) -> None:
         require_asyncpg()
         self.url = url
