@@ -82,7 +82,9 @@ def throwaway_server() -> Iterator[str]:
     """Start a server, yield its admin URL, stop and delete it."""
     initdb, pg_ctl = _binary("initdb"), _binary("pg_ctl")
     prefix = _as_server_user()
-    base = Path(tempfile.mkdtemp(prefix="tui-agent-pg-"))
+    # /tmp: short enough for the unix socket's path, and reachable by the postgres user.
+    base = Path(tempfile.mkdtemp(prefix="tui-agent-pg-", dir="/tmp" if Path("/tmp").is_dir()
+                                 else None))
     data, port = base / "data", _free_port()
     if prefix:
         entry = pwd.getpwnam("postgres")
@@ -91,8 +93,13 @@ def throwaway_server() -> Iterator[str]:
         _run([*prefix, initdb, "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
               "--no-sync", "--no-instructions"], START_TIMEOUT_S)
         options = f"-p {port} -k {base} {SERVER_SETTINGS}"
-        _run([*prefix, pg_ctl, "-D", str(data), "-l", str(base / "server.log"), "-o", options,
-              "-w", "-t", str(START_TIMEOUT_S), "start"], START_TIMEOUT_S + 10)
+        log = base / "server.log"
+        try:
+            _run([*prefix, pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w", "-t",
+                  str(START_TIMEOUT_S), "start"], START_TIMEOUT_S + 10)
+        except Unavailable as error:
+            told = log.read_text(errors="replace")[-800:] if log.exists() else ""
+            raise Unavailable(f"{error}; server log: {told}") from error
         try:
             yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
         finally:
