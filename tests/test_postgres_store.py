@@ -6,6 +6,7 @@ The rest of its behaviour is the shared contract and suites (``both_stores``).""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import pg_server
@@ -130,3 +131,18 @@ def test_without_a_server_tests_skip_locally_but_fail_under_ci(
     monkeypatch.setenv("CI", "1")
     with pytest.raises(pytest.fail.Exception, match="CI=1: the PostgreSQL tests must run"):
         pg_server.unavailable("initdb not found")
+
+
+async def test_leases_are_timed_by_the_server_not_by_a_machine_s_clock(
+    two: tuple[PostgresStore, PostgresStore], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A machine whose clock runs an hour ahead must not take a live run for dead."""
+    here, ahead = two
+    assert await here.start_run(T, R, "live", owner="here", ttl_s=30)
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() + 3600)
+    assert not await ahead.reap_expired_lease(T)
+    assert not await ahead.start_run(T, R, "usurper", owner="ahead", ttl_s=30)
+    active = await ahead.active_run(T)
+    assert active is not None and active.run_id == "live"
+    assert ahead.request_abort_sync(T) == "live"

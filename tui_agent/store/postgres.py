@@ -310,7 +310,7 @@ class PostgresStore(PostgresInbox):
     async def thread_activity(self) -> dict[str, tuple[int, bool]]:
         counts = await self.fetchall("SELECT thread_id, COUNT(*) FROM messages GROUP BY thread_id")
         live = await self.fetchall(
-            "SELECT thread_id FROM leases WHERE expires_at > $1", time.time()
+            f"SELECT thread_id FROM leases WHERE expires_at > {txn.SERVER_NOW}"
         )
         live_ids = {row[0] for row in live}
         activity = {row[0]: (int(row[1]), row[0] in live_ids) for row in counts}
@@ -331,11 +331,12 @@ class PostgresStore(PostgresInbox):
 
     async def active_run(self, thread_id: str) -> ActiveRun | None:
         row = await self.fetchone(
-            "SELECT l.run_id, l.owner, r.start_seq, l.expires_at, l.abort_requested"
-            " FROM leases l LEFT JOIN runs r ON r.id=l.run_id WHERE l.thread_id=$1",
+            "SELECT l.run_id, l.owner, r.start_seq, l.expires_at, l.abort_requested,"
+            f" l.expires_at > {txn.SERVER_NOW} FROM leases l LEFT JOIN runs r ON r.id=l.run_id"
+            " WHERE l.thread_id=$1",
             thread_id,
         )
-        if row is None or row[3] <= time.time():
+        if row is None or not row[5]:
             return None
         return ActiveRun(
             run_id=row[0], owner=row[1], start_seq=row[2], expires_at=to_datetime(row[3]),
@@ -407,9 +408,9 @@ class PostgresStore(PostgresInbox):
         conn = await self._connect()
         try:
             return await conn.fetchval(
-                "UPDATE leases SET abort_requested=true WHERE thread_id=$1 AND expires_at>$2"
-                " RETURNING run_id",
-                thread_id, time.time(),
+                "UPDATE leases SET abort_requested=true WHERE thread_id=$1"
+                f" AND expires_at > {txn.SERVER_NOW} RETURNING run_id",
+                thread_id, timeout=CONNECT_TIMEOUT_S,
             )
         except asyncpg.UndefinedTableError:
             return None  # a database nothing has used yet has no live run
@@ -417,10 +418,10 @@ class PostgresStore(PostgresInbox):
             await conn.close()
 
     async def reap_expired_lease(self, thread_id: str) -> bool:
-        expires_at = await (await self.pool()).fetchval(
-            "SELECT expires_at FROM leases WHERE thread_id=$1", thread_id
+        expired = await (await self.pool()).fetchval(
+            f"SELECT expires_at <= {txn.SERVER_NOW} FROM leases WHERE thread_id=$1", thread_id
         )
-        if expires_at is None or expires_at > time.time():
+        if not expired:
             return False
         reaped = await self.write_thread(thread_id, txn.reap_expired, thread_id)
         if reaped:

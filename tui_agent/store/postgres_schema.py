@@ -5,6 +5,8 @@ under an advisory lock, so processes opening a fresh database at once migrate it
 migration is never edited once released: add a new one at the end. Times are epoch seconds
 (``double precision``, UTC), JSON is text (the same encoder as SQLite: ``codec.dumps``).
 
+Leases are timed by the server's clock (``clock_timestamp()``), not each machine's.
+
 Every commit that changes a thread (its events, messages, lease, signals, lanes) or the inbox
 sends ``NOTIFY tui_agent`` from a trigger, with the thread's id as payload (empty for the
 inbox): the store's one listening connection wakes subscribers from it
@@ -198,7 +200,8 @@ MIGRATIONS: list[str] = [
         live_run text;
     BEGIN
         PERFORM pg_advisory_xact_lock(hashtextextended(p_thread, 0));
-        SELECT run_id INTO live_run FROM leases WHERE thread_id = p_thread AND expires_at > p_now;
+        SELECT run_id INTO live_run FROM leases WHERE thread_id = p_thread
+            AND expires_at > extract(epoch from clock_timestamp());  -- the server's clock
         IF live_run IS NULL THEN
             RETURN NULL;
         END IF;

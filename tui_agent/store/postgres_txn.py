@@ -30,6 +30,10 @@ from tui_agent.store.records import (
 
 Conn = Any  # asyncpg.Connection (asyncpg is optional: not imported here)
 
+# Leases are timed by the server's clock, not each machine's: two machines whose clocks differ
+# by more than a lease's TTL would otherwise each think the other's live run had died.
+SERVER_NOW = "extract(epoch from clock_timestamp())::double precision"
+
 
 async def lock_thread(conn: Conn, key: str) -> None:
     """Serialise this transaction with every other one locking ``key`` (until commit)."""
@@ -112,11 +116,12 @@ async def locked_append(
 async def live_lease(conn: Conn, thread_id: str) -> tuple[str, str] | None:
     """(run_id, owner) of the live lease; an expired lease is reaped on the way."""
     row = await conn.fetchrow(
-        "SELECT run_id, owner, expires_at FROM leases WHERE thread_id=$1", thread_id
+        f"SELECT run_id, owner, expires_at > {SERVER_NOW} FROM leases WHERE thread_id=$1",
+        thread_id,
     )
     if row is None:
         return None
-    if row[2] > time.time():
+    if row[2]:
         return row[0], row[1]
     await interrupt(conn, thread_id, row[0])
     return None
@@ -137,9 +142,9 @@ async def interrupt(conn: Conn, thread_id: str, run_id: str) -> None:
 async def reap_expired(conn: Conn, thread_id: str) -> bool:
     await lock_thread(conn, thread_id)
     row = await conn.fetchrow(
-        "SELECT run_id, expires_at FROM leases WHERE thread_id=$1", thread_id
+        f"SELECT run_id, expires_at > {SERVER_NOW} FROM leases WHERE thread_id=$1", thread_id
     )
-    if row is None or row[1] > time.time():
+    if row is None or row[1]:
         return False  # renewed, or reaped by someone else, meanwhile
     await interrupt(conn, thread_id, row[0])
     return True
@@ -152,10 +157,10 @@ async def begin_run(
     now = time.time()
     await conn.execute(
         "INSERT INTO leases(thread_id, run_id, owner, expires_at, abort_requested)"
-        " VALUES ($1,$2,$3,$4,false) ON CONFLICT (thread_id) DO UPDATE SET"
+        f" VALUES ($1,$2,$3,{SERVER_NOW} + $4,false) ON CONFLICT (thread_id) DO UPDATE SET"
         " run_id=excluded.run_id, owner=excluded.owner, expires_at=excluded.expires_at,"
         " abort_requested=false",
-        thread_id, run_id, owner, now + ttl_s,
+        thread_id, run_id, owner, float(ttl_s),
     )
     start_seq = await conn.fetchval(
         "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
@@ -186,9 +191,9 @@ async def renew_lease(
 ) -> tuple[bool, bool]:
     """One atomic statement: extend our lease. Returns (still ours, abort requested)."""
     row = await conn.fetchrow(
-        "UPDATE leases SET expires_at=$1 WHERE thread_id=$2 AND run_id=$3 AND owner=$4"
-        " RETURNING abort_requested",
-        time.time() + ttl_s, thread_id, run_id, owner,
+        f"UPDATE leases SET expires_at={SERVER_NOW} + $1 WHERE thread_id=$2 AND run_id=$3"
+        " AND owner=$4 RETURNING abort_requested",
+        float(ttl_s), thread_id, run_id, owner,
     )
     return (False, False) if row is None else (True, bool(row[0]))
 
@@ -227,10 +232,10 @@ async def start_next_queued(conn: Conn, thread_id: str, owner: str) -> str | Non
         return None
     signal_id, run_id, resource_id = row
     await conn.execute("UPDATE signals SET status='pending' WHERE id=$1", signal_id)
-    expires_at = await conn.fetchval(
-        "SELECT expires_at FROM leases WHERE thread_id=$1", thread_id
+    left = await conn.fetchval(
+        f"SELECT expires_at - {SERVER_NOW} FROM leases WHERE thread_id=$1", thread_id
     )
-    ttl_s = max(1.0, expires_at - time.time()) if expires_at is not None else 15.0
+    ttl_s = max(1.0, left) if left is not None else 15.0
     await begin_run(conn, thread_id, resource_id, run_id, owner, ttl_s, None)
     return run_id
 
