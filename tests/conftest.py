@@ -11,11 +11,14 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import pg_server
 import pytest
 from helpers.common import AgentFactory, Seen, StoreFactory
 from openai_server import FakeOpenAIServer
 
 from tui_agent import Agent, Memory, SqliteStore
+from tui_agent.store import Store
+from tui_agent.store import open_store as tui_open_store
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0:0:0:0:0:0:0:1", "", None}
 _PROVIDER_ENV = (
@@ -86,6 +89,32 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+# -- PostgreSQL (tests/pg_server.py) ---------------------------------------------------------
+@pytest.fixture(scope="session")
+def pg_admin_url() -> Iterator[str]:
+    """A PostgreSQL URL whose user may create databases; skips (fails under CI=1) if none."""
+    reason = None
+    try:
+        import asyncpg  # noqa: F401
+    except ImportError:
+        reason = "asyncpg is not installed (pip install -e '.[test]')"
+    if reason is None:
+        try:
+            with pg_server.admin_url() as url:
+                yield url
+                return
+        except pg_server.Unavailable as error:
+            reason = str(error)
+    pg_server.unavailable(reason)
+
+
+@pytest.fixture
+async def pg_database(pg_admin_url: str) -> AsyncIterator[str]:
+    """The URL of a fresh, empty database of this test's own, dropped after it."""
+    async with pg_server.fresh_database(pg_admin_url) as url:
+        yield url
+
+
 # -- fake OpenAI server ----------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def _openai_server_session() -> Iterator[FakeOpenAIServer]:
@@ -115,13 +144,34 @@ CLOSE_S = 10.0
 
 
 @pytest.fixture
-async def stores(tmp_path: Path) -> AsyncIterator[StoreFactory]:
-    """``stores(path=None)`` opens a SqliteStore (default: ``tmp_path/store.sqlite``); every
-    store opened is closed after the test, after the agents of ``agents``."""
-    opened: list[SqliteStore] = []
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """Which store ``stores`` opens: "sqlite", or "postgres" in a module marked
+    ``pytest.mark.both_stores`` (its tests run once on each; see ``pytest_generate_tests``)."""
+    return str(getattr(request, "param", "sqlite"))
 
-    def open_store(path: str | Path | None = None) -> SqliteStore:
-        opened.append(SqliteStore(path or tmp_path / "store.sqlite"))
+
+@pytest.fixture
+async def stores(
+    tmp_path: Path, store_kind: str, request: pytest.FixtureRequest
+) -> AsyncIterator[StoreFactory]:
+    """``stores(path=None)`` opens a store (default: ``tmp_path/store.sqlite``): a SqliteStore
+    on that file, or under ``store_kind == "postgres"`` a PostgresStore on a database of this
+    test's own per path (one path, one database: two stores on one path share it, as two
+    processes share a file). Every store opened is closed after the test, after the agents of
+    ``agents``."""
+    opened: list[Store] = []
+    admin = request.getfixturevalue("pg_admin_url") if store_kind == "postgres" else None
+    databases: dict[str, str] = {}
+
+    def open_store(path: str | Path | None = None) -> Any:
+        where = str(path or tmp_path / "store.sqlite")
+        if admin is None:
+            opened.append(SqliteStore(where))
+        else:
+            if where not in databases:
+                databases[where] = pg_server.new_database_name()
+                pg_server.create_database_sync(admin, databases[where])
+            opened.append(tui_open_store(pg_server.database_url(admin, databases[where])))
         return opened[-1]
 
     yield open_store
@@ -130,18 +180,33 @@ async def stores(tmp_path: Path) -> AsyncIterator[StoreFactory]:
         try:
             await asyncio.wait_for(store.close(), CLOSE_S)
         except TimeoutError:
-            stuck.append(str(store.path))
+            stuck.append(store.location)
+    for name in databases.values():
+        assert admin is not None
+        await pg_server.drop_database(admin, name)
     if stuck:
         pytest.fail(f"store(s) {stuck} did not close within {CLOSE_S}s")
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``both_stores`` that uses ``stores`` runs on SQLite and on PostgreSQL;
+    ``sqlite_only`` keeps one of them on SQLite (it looks at the file or at SQLite's SQL)."""
+    definition = metafunc.definition
+    if (
+        "store_kind" in metafunc.fixturenames
+        and definition.get_closest_marker("both_stores") is not None
+        and definition.get_closest_marker("sqlite_only") is None
+    ):
+        metafunc.parametrize("store_kind", ["sqlite", "postgres"], indirect=True)
+
+
 @pytest.fixture
-def store(stores: StoreFactory) -> SqliteStore:
+def store(stores: StoreFactory) -> Any:
     return stores()
 
 
 @pytest.fixture
-def memory(store: SqliteStore) -> Memory:
+def memory(store: Store) -> Memory:
     return Memory(store=store)
 
 

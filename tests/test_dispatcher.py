@@ -13,10 +13,14 @@ from typing import Any
 
 import pytest
 from helpers.common import AgentFactory, Seen, StoreFactory
+from helpers.sql import rows as store_rows
 
-from tui_agent import Agent, Memory, SqliteStore
+from tui_agent import Agent, Memory
 from tui_agent.notifications.dispatcher import dispatch_due, ensure_dispatcher
+from tui_agent.store import open_store
 from tui_agent.testing import ScriptedModel
+
+pytestmark = pytest.mark.both_stores
 
 R, T = "user-1", "thread-1"
 # Agents whose own background dispatcher never gets to a pass: these tests call dispatch_due.
@@ -49,8 +53,8 @@ async def end_run(memory: Any, run_id: str, thread_id: str = T) -> None:
 
 async def routed(memory: Any, thread_id: str = T) -> list[dict[str, Any]]:
     """Every signal routed to the thread: its model message and its data."""
-    rows = await memory.store.fetchall(
-        "SELECT message, data FROM signals WHERE thread_id=? ORDER BY seq", (thread_id,)
+    rows = await store_rows(
+        memory.store, "SELECT message, data FROM signals WHERE thread_id=? ORDER BY seq", thread_id
     )
     return [{"content": json.loads(m)["content"], **json.loads(d)} for m, d in rows]
 
@@ -251,7 +255,7 @@ async def test_two_stores_on_one_file_deliver_each_record_once(
 
 def _child_dispatch(path: str, later: float) -> None:
     async def main() -> None:
-        memory = Memory(store=SqliteStore(path))
+        memory = Memory(store=open_store(path))  # a file, or a postgresql:// URL
         agent = Agent(name="child", instructions="x", model=ScriptedModel(replies=[]),
                       memory=memory, notifications=MANUAL)
         while (await dispatch_due(agent, now=later))["claimed"]:
@@ -274,7 +278,8 @@ async def test_processes_dispatching_at_once_deliver_each_record_once(
                                          resource_id=R, thread_id=T)
     later = time.time() + 120
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_child_dispatch, args=(path, later)) for _ in range(3)]
+    where = memory.store.location  # the file, or the database's URL
+    procs = [ctx.Process(target=_child_dispatch, args=(where, later)) for _ in range(3)]
     for p in procs:
         p.start()
     await asyncio.get_running_loop().run_in_executor(None, lambda: [p.join(60) for p in procs])

@@ -14,6 +14,8 @@ from tui_agent import Memory, SqliteStore
 from tui_agent.errors import ConfigError
 from tui_agent.testing import ScriptedModel
 
+pytestmark = pytest.mark.both_stores
+
 GUARD_S = 10.0  # failure guard only
 
 

@@ -8,11 +8,14 @@ from typing import Any
 
 import pytest
 from helpers.common import AgentFactory, Seen
+from helpers.sql import rows as store_rows
 
 from tui_agent import Agent
 from tui_agent.errors import ConfigError, SignalError, StoreError
 from tui_agent.notifications import default_decision
 from tui_agent.testing import ScriptedModel
+
+pytestmark = pytest.mark.both_stores
 
 R, T = "user-1", "thread-1"
 
@@ -49,8 +52,8 @@ async def make_active(memory: Any) -> str:
 
 
 async def pending_signal_messages(memory: Any) -> list[str]:
-    rows = await memory.store.fetchall(
-        "SELECT message FROM signals WHERE thread_id=? ORDER BY seq", (T,)
+    rows = await store_rows(
+        memory.store, "SELECT message FROM signals WHERE thread_id=? ORDER BY seq", T
     )
     return [json.loads(row[0])["content"] for row in rows]
 

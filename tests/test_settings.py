@@ -151,6 +151,12 @@ def test_config_prints_each_value_and_its_source(workdir: Path) -> None:
     assert "# flag" in lines["db"] and "# default" in lines["model"]
 
 
+def test_config_hides_the_password_of_a_store_url(workdir: Path) -> None:
+    done = run_cli("--db", "postgresql://me:s3cret@127.0.0.1:1/team", "config", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert "s3cret" not in done.stdout and "postgresql://me:***@127.0.0.1:1/team" in done.stdout
+
+
 def test_a_bad_settings_file_stops_the_cli_with_one_line_and_exit_2(workdir: Path) -> None:
     write(workdir / "tui-agent.toml", "modle = 'x'\n")
     done = run_cli("config", cwd=workdir)

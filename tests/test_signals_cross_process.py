@@ -2,7 +2,8 @@
 process, subscriptions to a run that lives elsewhere, abort from afar, and a killed owner.
 
 Each peer is a real process (tests/helpers/signal_peer.py) with its own Agent and
-ScriptedModel on the same SQLite file. Steps are synchronised on the peers' reports (a model
+ScriptedModel on the same SQLite file, or the same PostgreSQL database (every test runs on
+both). Steps are synchronised on the peers' reports (a model
 call started, a signal accepted, a chunk seen), never on sleeps; timeouts are failure guards."""
 
 from __future__ import annotations
@@ -15,17 +16,29 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pg_server
 import pytest
 from helpers.signal_peer import Peer
+from helpers.sql import dollar_params
 
 R, T = "res-x", "thread-x"
 THREAD = {"resource_id": R, "thread_id": T}
 StartPeer = Callable[..., Peer]
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "shared.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where the peers' store is: a SQLite file, or a PostgreSQL database of the test's own."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "shared.db")
+        return
+    admin = request.getfixturevalue("pg_admin_url")
+    name = pg_server.new_database_name()
+    pg_server.create_database_sync(admin, name)
+    try:
+        yield pg_server.database_url(admin, name)
+    finally:
+        pg_server.drop_database_sync(admin, name)
 
 
 @pytest.fixture
@@ -48,6 +61,8 @@ def ready(*peers: Peer) -> None:
 
 
 def rows(db: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if db.startswith("postgresql://"):
+        return pg_server.run_sync(pg_server.fetch(db, dollar_params(sql), *params))
     with sqlite3.connect(db) as conn:
         return conn.execute(sql, params).fetchall()
 

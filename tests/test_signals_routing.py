@@ -7,15 +7,18 @@ with sleeps: the test knows the run is mid-step because the gated call said so."
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from typing import Any
 
 import pytest
 from helpers.common import AgentFactory
+from helpers.sql import rows_sync
 
 from tui_agent import Agent, Memory, SqliteStore, create_tool
 from tui_agent.errors import SignalError
+from tui_agent.store import Store
 from tui_agent.testing import ScriptedModel
+
+pytestmark = pytest.mark.both_stores
 
 R, T = "res-1", "thread-1"
 GUARD_S = 10.0  # failure guard only: every wait below ends on an event
@@ -63,9 +66,8 @@ def make_agent(agents: AgentFactory) -> AgentFactory:
     return make
 
 
-def count_rows(store: SqliteStore, table: str, where: str = "1", params: tuple = ()) -> int:
-    with sqlite3.connect(store.path) as db:
-        return db.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}", params).fetchone()[0]
+def count_rows(store: Store, table: str, where: str = "true", params: tuple = ()) -> int:
+    return int(rows_sync(store, f"SELECT COUNT(*) FROM {table} WHERE {where}", params)[0][0])
 
 
 def count_text(store: SqliteStore, text: str) -> int:

@@ -13,6 +13,8 @@ from tui_agent.errors import ConfigError, SignalError
 from tui_agent.state import merge_patch
 from tui_agent.testing import ScriptedModel
 
+pytestmark = pytest.mark.both_stores
+
 R, T = "user-1", "thread-1"
 
 

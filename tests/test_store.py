@@ -1,5 +1,6 @@
-"""The SQLite store: file settings, location, migrations, threads, messages, the event log,
-run leases, and several processes writing one file at once."""
+"""The stores: SQLite's file settings, location and migrations (``sqlite_only``); then threads,
+messages, the event log, run leases and several processes writing one store at once, on SQLite
+and on PostgreSQL (``both_stores``)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,24 @@ import asyncio
 import multiprocessing
 import sqlite3
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pg_server
 import pytest
+from helpers.sql import rows_sync
 
 from tui_agent.errors import StoreError
-from tui_agent.store import SqliteStore
+from tui_agent.store import SqliteStore, open_store
 from tui_agent.store.codec import new_id
 from tui_agent.store.records import EventIn, MessageIn, SignalIn
 from tui_agent.store.schema import SCHEMA_VERSION
 
 R, T = "user-1", "thread-1"
 OWNER = "test-owner"
+
+pytestmark = pytest.mark.both_stores
 
 
 def user_signal(text: str, **data: Any) -> SignalIn:
@@ -34,6 +40,7 @@ def user_signal(text: str, **data: Any) -> SignalIn:
 # -- the file ----------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 async def test_the_file_is_in_wal_mode_with_a_busy_timeout(store: SqliteStore) -> None:
     assert (await store.fetchone("PRAGMA journal_mode"))[0] == "wal"
     assert (await store.fetchone("PRAGMA busy_timeout"))[0] >= 5000
@@ -42,6 +49,7 @@ async def test_the_file_is_in_wal_mode_with_a_busy_timeout(store: SqliteStore) -
         assert plain.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+@pytest.mark.sqlite_only
 async def test_default_path_is_in_the_xdg_data_dir(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -55,6 +63,7 @@ async def test_default_path_is_in_the_xdg_data_dir(
     assert expected.is_file()
 
 
+@pytest.mark.sqlite_only
 async def test_tui_agent_db_overrides_and_an_explicit_path_wins(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -71,11 +80,13 @@ async def test_tui_agent_db_overrides_and_an_explicit_path_wins(
 # -- migrations --------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 async def test_a_fresh_file_gets_the_current_schema_version(store: SqliteStore) -> None:
     await store.ensure_thread(T, R)
     assert (await store.fetchone("PRAGMA user_version"))[0] == SCHEMA_VERSION
 
 
+@pytest.mark.sqlite_only
 async def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None:
     path = tmp_path / "reopen.sqlite"
     first = SqliteStore(path)
@@ -95,6 +106,7 @@ async def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path: Path) -
     await again.close()
 
 
+@pytest.mark.sqlite_only
 async def test_a_file_from_a_newer_version_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "future.sqlite"
     with sqlite3.connect(path) as plain:
@@ -244,18 +256,17 @@ async def test_a_thread_has_one_live_run_at_a_time(store: SqliteStore) -> None:
     assert await store.start_run(T, R, second, owner="someone-else", ttl_s=30)
 
 
-def _expire_lease(path: str, thread_id: str) -> None:
-    """The owner died an hour ago: move its lease's expiry into the past."""
-    with sqlite3.connect(path) as plain:
-        plain.execute(
-            "UPDATE leases SET expires_at = expires_at - 3600 WHERE thread_id=?", (thread_id,)
-        )
+def _expire_lease(store: Any, thread_id: str) -> None:
+    """The owner died an hour ago: move its lease's expiry into the past (another connection,
+    as another process would)."""
+    rows_sync(store, "UPDATE leases SET expires_at = expires_at - 3600 WHERE thread_id=?",
+              (thread_id,))
 
 
 async def test_an_expired_lease_is_reaped_when_a_new_run_starts(store: SqliteStore) -> None:
     dead, fresh = new_id(), new_id()
     assert await store.start_run(T, R, dead, owner="dead-process", ttl_s=30)
-    _expire_lease(store.path, T)
+    _expire_lease(store, T)
     assert await store.active_run(T) is None
 
     assert await store.start_run(T, R, fresh, owner=OWNER, ttl_s=30)
@@ -272,7 +283,7 @@ async def test_reap_expired_lease_ends_only_dead_runs(store: SqliteStore) -> Non
     assert not await store.reap_expired_lease(T)
     assert (await store.get_run(live)).status == "running"  # type: ignore[union-attr]
 
-    _expire_lease(store.path, T)
+    _expire_lease(store, T)
     assert await store.reap_expired_lease(T)
     assert (await store.get_run(live)).status == "interrupted"  # type: ignore[union-attr]
     assert not await store.reap_expired_lease(T)  # once only
@@ -283,7 +294,7 @@ async def test_reap_expired_lease_ends_only_dead_runs(store: SqliteStore) -> Non
 async def test_a_signal_to_a_dead_run_wakes_a_new_one(store: SqliteStore) -> None:
     dead = new_id()
     assert await store.start_run(T, R, dead, owner="dead-process", ttl_s=30)
-    _expire_lease(store.path, T)
+    _expire_lease(store, T)
     result = await store.route_signal(
         T, R, user_signal("anyone there?"), if_active="deliver", if_idle="wake",
         owner=OWNER, ttl_s=30,
@@ -317,7 +328,7 @@ def _writer(path: str, proc: int, start: Any) -> None:
 
 
 async def _write_rounds(path: str, proc: int) -> None:
-    store = SqliteStore(path)
+    store = open_store(path)
     own = f"own-{proc}"
     await store.ensure_thread(SHARED, R)
     await store.ensure_thread(own, R)
@@ -343,8 +354,23 @@ def _in_order(marks: list[dict[str, int]]) -> None:
     assert dict(by_proc) == {p: list(range(ROUNDS)) for p in range(PROCS)}
 
 
-async def test_processes_write_one_file_at_once_without_errors(tmp_path: Path) -> None:
-    path = str(tmp_path / "shared.sqlite")  # fresh: the processes also race to migrate it
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh store for several processes: a SQLite file, or a PostgreSQL database."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "shared.sqlite")
+        return
+    admin = request.getfixturevalue("pg_admin_url")
+    name = pg_server.new_database_name()
+    pg_server.create_database_sync(admin, name)
+    try:
+        yield pg_server.database_url(admin, name)
+    finally:
+        pg_server.drop_database_sync(admin, name)
+
+
+async def test_processes_write_one_file_at_once_without_errors(shared_location: str) -> None:
+    path = shared_location  # fresh: the processes also race to migrate it
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Event()
     procs = [ctx.Process(target=_writer, args=(path, p, start)) for p in range(PROCS)]
@@ -355,7 +381,7 @@ async def test_processes_write_one_file_at_once_without_errors(tmp_path: Path) -
     await loop.run_in_executor(None, lambda: [p.join(120) for p in procs])
     assert [p.exitcode for p in procs] == [0] * PROCS  # any "database is locked" fails a child
 
-    store = SqliteStore(path)
+    store = open_store(path)
     shared = await store.list_messages(SHARED, limit=10**6)
     assert len(shared) == 2 * PROCS * ROUNDS  # each round: a message and a persisted signal
     _in_order([m.content for m in shared if m.metadata.get("signal_id") is None])

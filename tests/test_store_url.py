@@ -3,6 +3,7 @@ everything else is one clear ``ConfigError`` at construction, not a failure on f
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,11 +67,23 @@ async def test_two_in_memory_stores_are_separate() -> None:
         await second.close()
 
 
-def test_postgresql_says_it_is_not_available_yet_and_hides_the_password() -> None:
+def test_postgresql_opens_the_postgres_store_and_hides_the_password() -> None:
+    pytest.importorskip("asyncpg")
+    from tui_agent.store.postgres import PostgresStore
+
     for url in ("postgresql://me:s3cret@db.example:5432/team", "postgres://me@host/db"):
-        with pytest.raises(ConfigError, match="PostgreSQL store is not available") as caught:
-            open_store(url)
-        assert "s3cret" not in str(caught.value)
+        store = open_store(url)  # connects lazily: nothing is reached here
+        assert isinstance(store, PostgresStore)
+        assert "s3cret" not in store.location and store.location.startswith("postgres")
+
+
+def test_postgresql_without_its_driver_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "asyncpg", None)  # import asyncpg now raises ImportError
+    with pytest.raises(ConfigError, match=r"pip install 'tui-agent\[postgres\]'") as caught:
+        open_store("postgresql://me:s3cret@db.example:5432/team")
+    assert "s3cret" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -120,5 +133,4 @@ def test_the_default_store_follows_tui_agent_db(
     assert Memory().store.location == str(tmp_path / "env.db")
     assert open_store().location == str(tmp_path / "env.db")
     monkeypatch.setenv("TUI_AGENT_DB", "postgresql://me@host/db")
-    with pytest.raises(ConfigError, match="PostgreSQL store is not available"):
-        Memory()
+    assert Memory().store.location == "postgresql://me@host/db"

@@ -1,5 +1,6 @@
 """A pane shows what other processes do on its thread: ``tui-agent send`` from a script, with
-its own run, appears in the pane, badges and answer included."""
+its own run, appears in the pane, badges and answer included; on a SQLite file and on a
+PostgreSQL database (``both_stores``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers.app import AppFactory, drained, kinds, pane_of, until
 
 from tui_agent.app.widgets.user_message import UserMessage
@@ -16,11 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTED = f"{ROOT / 'tests' / 'helpers' / 'cli_agents.py'}:scripted"
 
 
+@pytest.mark.both_stores
 async def test_a_message_sent_by_another_process_appears_with_its_answer(
     make_app: AppFactory, tmp_path: Path,
 ) -> None:
     app = make_app(threads=[("demo", "demo")])
-    db = str(app.config.agent.memory.store.path)
+    db = app.config.agent.memory.store.location  # a file, or a postgresql:// URL
     async with app.run_test(size=(100, 30)) as pilot:
         pane = pane_of(app)
         await until(pilot, lambda: pane.feed.attached, "the pane subscribed")

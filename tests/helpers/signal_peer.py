@@ -4,7 +4,8 @@ Run as ``python signal_peer.py '<config json>'``: it builds its own Agent on the
 file, with a ScriptedModel, then obeys JSON commands on stdin, one a line, and reports JSON
 events on stdout, one a line. The test side is :class:`Peer` (import this module).
 
-Config: ``db``, ``name``, ``ttl`` (lease seconds), ``reply`` (every model answer),
+Config: ``db`` (a SQLite file or a ``postgresql://`` URL), ``name``, ``ttl`` (lease seconds),
+``reply`` (every model answer),
 ``chunk_size``, ``delay_s``, ``gate_calls`` (model call indexes that wait for a ``release``),
 ``gate_resolve`` (the model is resolved only after ``release_resolve``: holds a woken run
 between winning the lease and its first claim).
@@ -45,7 +46,8 @@ def emit(event: str, **fields: Any) -> None:
 
 class PeerProcess:
     def __init__(self, config: dict[str, Any]) -> None:
-        from tui_agent import Agent, Memory, SqliteStore
+        from tui_agent import Agent, Memory
+        from tui_agent.store import open_store
         from tui_agent.testing import ScriptedModel
 
         self.config = config
@@ -57,7 +59,7 @@ class PeerProcess:
             chunk_size=config.get("chunk_size", 8),
             delay_s=config.get("delay_s", 0.0),
         )
-        self.store = SqliteStore(config["db"])
+        self.store = open_store(config["db"])  # a SQLite file or a postgresql:// URL
         model: Any = self._resolve if config.get("gate_resolve") else self.scripted
         self.agent = Agent(
             name=config.get("name", "peer"),

@@ -1,6 +1,6 @@
 """``tui-agent config``: the effective settings and where each value came from (a flag, a
 ``TUI_AGENT_*`` variable, the settings file, or the default). Settings hold no secrets, and a
-value whose name looks like one is masked anyway."""
+value whose name looks like one is masked anyway, as is the password of a ``db`` URL."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from tui_agent.settings import settings_file
+from tui_agent.store.location import without_password
 
 _SECRET_WORDS = ("key", "token", "secret", "password")
 
@@ -27,6 +28,8 @@ async def run_config(args: argparse.Namespace) -> int:
 def _shown(name: str, value: Any) -> str:
     if value is not None and _secret(name):
         return '"***"'
+    if name == "db" and isinstance(value, str):  # postgresql://me:secret@host/db
+        value = without_password(value)
     return json.dumps(_masked(value), ensure_ascii=False)
 
 

@@ -17,7 +17,8 @@ EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 _DESCRIPTION = """\
-Agents on shared, live threads. Every command works on one thread of a store (a SQLite file):
+Agents on shared, live threads. Every command works on one thread of a store (a SQLite file,
+or a PostgreSQL database shared past one machine):
 several terminals on the same --db and --resource/--thread see the same conversation live.
 
   tui-agent                            the app: live thread panes (ctrl+o opens threads)
@@ -34,7 +35,8 @@ With no command, the app runs.
 
 _COMMON_EPILOG = """\
 settings: flags > $TUI_AGENT_* > ./tui-agent.toml or ~/.config/tui-agent/tui-agent.toml
-store:   --db PATH (or sqlite:///PATH), else $TUI_AGENT_DB, else the settings file's db,
+store:   --db PATH (or sqlite:///PATH, or postgresql://user@host:port/db with
+         pip install 'tui-agent[postgres]'), else $TUI_AGENT_DB, else the settings file's db,
          else $XDG_DATA_HOME/tui-agent/tui-agent.db
 thread:  --resource defaults to $USER (or "local"), --thread to "main"
 model:   --model defaults to $TUI_AGENT_MODEL, else local/smollm2 (no key needed)
@@ -56,7 +58,8 @@ _DEFAULTS: dict[str, Any] = {
 def _common(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("store, thread and agent")
     group.argument_default = argparse.SUPPRESS
-    group.add_argument("--db", metavar="PATH", help="the store file (shared by all terminals)")
+    group.add_argument("--db", metavar="PATH",
+                       help="the store: a file, or a postgresql:// URL (shared by all terminals)")
     group.add_argument("--resource", "-r", metavar="R", help="resource id (default: $USER)")
     group.add_argument("--thread", "-t", metavar="T", help="thread id (default: main)")
     group.add_argument("--agent", metavar="FILE.py:NAME",

@@ -52,10 +52,15 @@ def not_sqlite(text: str, scheme: str) -> ConfigError:
     shown = _without_password(text)
     if scheme in POSTGRES:
         return ConfigError(
-            f"store URL {shown!r}: the PostgreSQL store is not available in this version of "
-            "tui-agent yet; use a SQLite file (a path or sqlite:///path) for now"
+            f"store URL {shown!r} is a PostgreSQL store, not a SQLite file: open it with "
+            "tui_agent.store.open_store"
         )
     return ConfigError(f"store URL {shown!r}: unknown scheme {scheme!r}; give {ACCEPTED}")
+
+
+def without_password(url: str) -> str:
+    """A URL fit to show (a store's ``location``, an error): its password masked."""
+    return _without_password(url)
 
 
 def _without_password(url: str) -> str:

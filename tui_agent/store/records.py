@@ -6,13 +6,14 @@ belong to is ``tui_agent.store.contract.Store``; ``tests/test_store_contract.py`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tui_agent.store.codec import new_id
+from tui_agent.store.codec import loads, new_id
 
 
 def to_datetime(ts: float | None) -> datetime | None:
@@ -193,3 +194,9 @@ def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
             "signal": signal["data"],
         },
     )
+
+
+def event_chunk(row: Sequence[Any]) -> dict[str, Any]:
+    """A stored event row (seq, run_id, type, source, payload, created_at) as a stream chunk."""
+    seq, run_id, type_, source, payload, _created = row
+    return {"type": type_, "run_id": run_id, "from": source, "payload": loads(payload), "seq": seq}

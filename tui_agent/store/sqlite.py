@@ -50,6 +50,7 @@ from tui_agent.store.records import (
     RunRecord,
     SignalIn,
     ThreadRecord,
+    event_chunk,
     to_datetime,
 )
 from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -73,12 +74,6 @@ __all__ = [  # the records' own module is tui_agent.store.records; these stay im
     "loads",
     "new_id",
 ]
-
-
-def event_chunk(row: Sequence[Any]) -> dict[str, Any]:
-    """A stored event row (seq, run_id, type, source, payload, created_at) as a stream chunk."""
-    seq, run_id, type_, source, payload, _created = row
-    return {"type": type_, "run_id": run_id, "from": source, "payload": loads(payload), "seq": seq}
 
 
 class SqliteStore(SqliteStateLanes, SqliteNotifications):

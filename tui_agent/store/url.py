@@ -2,8 +2,9 @@
 file's ``db``, ``Memory("…")``) becomes a store.
 
 Accepted: a plain path (``~`` expanded), ``sqlite:///path``, ``sqlite:///:memory:``; and
-``postgresql://…``/``postgres://…``, which says clearly that the PostgreSQL store is not there
-yet. Anything else is one ``ConfigError`` naming the scheme and the accepted forms. Checked by
+``postgresql://…``/``postgres://…``, the PostgreSQL store (``tui_agent.store.postgres``; without
+its optional driver, one ``ConfigError`` saying ``pip install 'tui-agent[postgres]'``). Anything
+else is one ``ConfigError`` naming the scheme and the accepted forms. Checked by
 ``tests/test_store_url.py``.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from tui_agent.store.location import POSTGRES, default_location, not_sqlite, scheme_of, sqlite_path
+from tui_agent.store.location import POSTGRES, default_location, scheme_of, sqlite_path
 
 if TYPE_CHECKING:
     from tui_agent.store.contract import Store
@@ -25,7 +26,9 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Store:
     text = os.fspath(location)
     scheme = scheme_of(text)
     if scheme in POSTGRES:
-        raise not_sqlite(text, scheme)
+        from tui_agent.store.postgres import PostgresStore
+
+        return PostgresStore(text)
     from tui_agent.store.sqlite import SqliteStore
 
     return SqliteStore(sqlite_path(text))

@@ -1,0 +1,576 @@
+"""The shared store: PostgreSQL through ``asyncpg`` (``pip install 'tui-agent[postgres]'``),
+for threads shared past one machine. ``open_store("postgresql://user@host:port/db")`` opens it.
+
+It implements ``tui_agent.store.Store`` with the same guarantees as SQLite, across every
+process on every machine using the database:
+
+- one pool per store object (``POOL_SIZE`` connections: enough for a process with a few panes);
+  asyncpg prepares each statement once per connection and caches it;
+- every write method is one transaction; those that touch a thread's log, lease or signals take
+  the thread's advisory lock first (``postgres_txn.py``): exactly one of concurrent wakes
+  wakes, and the event log's ``seq`` follows commit order;
+- the inbox's claims lock their rows ``FOR UPDATE SKIP LOCKED`` (``postgres_inbox.py``);
+- change detection is ``LISTEN/NOTIFY`` (``postgres_changes.py``): ``data_version()`` is a
+  counter the notifications bump, no query; listeners of a thread are woken by other processes'
+  commits too.
+
+The schema is migrated on first use (``postgres_schema.py``). Tests: the contract suite
+(``tests/test_store_contract.py``, factory ``postgres``) and ``tests/test_postgres_store.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, TypeVar
+
+import tui_agent.store.postgres_txn as txn
+from tui_agent.errors import ConfigError, StoreError
+from tui_agent.store.codec import dumps, loads
+from tui_agent.store.location import without_password
+from tui_agent.store.postgres_changes import ChangeListener
+from tui_agent.store.postgres_inbox import PostgresInbox
+from tui_agent.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from tui_agent.store.records import (
+    ActiveRun,
+    EventIn,
+    FinishOutcome,
+    MessageIn,
+    MessageRecord,
+    RouteResult,
+    RunRecord,
+    SignalIn,
+    ThreadRecord,
+    event_chunk,
+    to_datetime,
+)
+
+T = TypeVar("T")
+
+POOL_SIZE = 8  # a process with a few panes: each pane's subscriber reads, one run writes
+CONNECT_TIMEOUT_S = 10.0
+INSTALL_HINT = "pip install 'tui-agent[postgres]'"
+
+
+def require_asyncpg() -> Any:
+    """The asyncpg module, or one ``ConfigError`` saying what to install."""
+    try:
+        import asyncpg
+    except ImportError as error:
+        raise ConfigError(
+            f"a postgresql:// store needs the asyncpg driver: {INSTALL_HINT}"
+        ) from error
+    return asyncpg
+
+
+_RUN_COLUMNS = (
+    "id, thread_id, resource_id, agent_id, owner, status, start_seq, finish_reason, error,"
+    " scores, started_at, ended_at"
+)
+_MESSAGE_COLUMNS = "seq, id, thread_id, resource_id, role, content, run_id, metadata, created_at"
+_THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
+
+
+class PostgresStore(PostgresInbox):
+    """A store in a PostgreSQL database (``postgresql://`` or ``postgres://`` URL). Connects
+    lazily, on first use; :meth:`close` releases the pool and the listening connection."""
+
+    # Listeners are set by other processes' commits too (NOTIFY), not only this object's: a
+    # poller may wait on them and call data_version() only now and then (≥ 0.5 s: it keeps the
+    # listening connection up), instead of every few milliseconds.
+    pushes_changes = True
+
+    def __init__(self, url: str) -> None:
+        require_asyncpg()
+        self.url = url
+        self._pool: Any = None
+        self._open_lock: asyncio.Lock | None = None
+        self._commits = 0
+        self._thread_order: dict[str, list[Any]] = {}  # thread id: [its lock, users]
+        self._run_lookups: asyncio.Lock | None = None
+        self._changes = ChangeListener(self._connect)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.location!r})"
+
+    @property
+    def location(self) -> str:
+        return without_password(self.url)
+
+    # -- connections --------------------------------------------------------------------------
+
+    async def _connect(self) -> Any:
+        asyncpg = require_asyncpg()
+        with self._unreachable_is_a_store_error():
+            return await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_S)
+
+    @contextmanager
+    def _unreachable_is_a_store_error(self) -> Iterator[None]:
+        """A server that cannot be reached (or refuses us) is one ``StoreError`` naming the
+        store without its password, not a driver traceback."""
+        asyncpg = require_asyncpg()
+        try:
+            yield
+        except (OSError, TimeoutError, asyncpg.PostgresError,
+                asyncpg.InterfaceError) as error:
+            raise StoreError(
+                f"cannot open the PostgreSQL store {self.location}: {error}"
+            ) from error
+
+    async def pool(self) -> Any:
+        if self._pool is not None:
+            return self._pool
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._pool is None:
+                asyncpg = require_asyncpg()
+                with self._unreachable_is_a_store_error():
+                    pool = await asyncpg.create_pool(
+                        self.url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT_S
+                    )
+                try:
+                    async with pool.acquire() as conn:
+                        await migrate(conn, self.location)
+                except BaseException:
+                    await pool.close()
+                    raise
+                self._pool = pool
+        return self._pool
+
+    async def close(self) -> None:
+        await self._changes.close()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+        # Locks belong to the loop that used them: a store reopened on another loop makes new.
+        self._open_lock = self._run_lookups = None
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Any]:
+        """One write transaction on a pooled connection; counted in :attr:`local_commits`."""
+        pool = await self.pool()
+        async with pool.acquire() as conn, conn.transaction():
+            yield conn
+        self._commits += 1
+
+    async def write(self, body: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run ``body(conn, *args)`` (a function of ``postgres_txn``) as one transaction."""
+        async with self.transaction() as conn:
+            return await body(conn, *args)
+
+    async def write_thread(
+        self, thread_id: str, body: Callable[..., Awaitable[T]], *args: Any
+    ) -> T:
+        """:meth:`write` for a transaction on one thread, in this process's call order."""
+        async with self._in_call_order(thread_id):
+            return await self.write(body, *args)
+
+    @asynccontextmanager
+    async def _in_call_order(self, thread_id: str) -> AsyncIterator[None]:
+        """Writes to one thread from this process, one at a time in the order called: the
+        pool's connections would otherwise reach the thread's advisory lock in any order
+        (three messages sent one after another must arrive in that order, as on SQLite)."""
+        entry = self._thread_order.get(thread_id)
+        if entry is None:
+            entry = self._thread_order[thread_id] = [asyncio.Lock(), 0]
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._thread_order[thread_id]
+
+    async def fetchall(self, sql: str, *args: Any) -> list[Any]:
+        return list(await (await self.pool()).fetch(sql, *args))
+
+    async def fetchone(self, sql: str, *args: Any) -> Any:
+        return await (await self.pool()).fetchrow(sql, *args)
+
+    # -- change notification ------------------------------------------------------------------
+
+    def add_listener(self, thread_id: str) -> asyncio.Event:
+        """Set on this store's appends to the thread and on other processes' commits to it
+        (``NOTIFY``, once :meth:`data_version` has started listening)."""
+        event = asyncio.Event()
+        self._changes.listeners.setdefault(thread_id, set()).add(event)
+        return event
+
+    def remove_listener(self, thread_id: str, event: asyncio.Event) -> None:
+        listeners = self._changes.listeners.get(thread_id)
+        if listeners is not None:
+            listeners.discard(event)
+            if not listeners:
+                del self._changes.listeners[thread_id]
+
+    def _notify(self, thread_id: str) -> None:
+        self._changes.set_thread(thread_id)
+
+    async def data_version(self) -> int:
+        """How many change notifications this store has received: no query (it starts the
+        one listening connection on first call and restores it when dropped)."""
+        await self._changes.ensure()
+        return self._changes.version
+
+    @property
+    def local_commits(self) -> int:
+        return self._commits
+
+    def listener_backend_pid(self) -> int | None:
+        """The server process of the listening connection (None: not listening)."""
+        return self._changes.backend_pid()
+
+    # -- threads ------------------------------------------------------------------------------
+
+    async def ensure_thread(
+        self, thread_id: str, resource_id: str, *, title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> ThreadRecord:
+        await self.write(txn.ensure_thread, thread_id, resource_id, title, metadata)
+        thread = await self.get_thread(thread_id)
+        assert thread is not None
+        return thread
+
+    async def update_thread(
+        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> ThreadRecord:
+        await self.write(txn.update_thread, thread_id, title, metadata)
+        thread = await self.get_thread(thread_id)
+        assert thread is not None
+        return thread
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        row = await self.fetchone(f"SELECT {_THREAD_COLUMNS} FROM threads WHERE id=$1", thread_id)
+        return None if row is None else _thread(row)
+
+    async def list_threads(self, resource_id: str | None = None) -> list[ThreadRecord]:
+        if resource_id is None:
+            rows = await self.fetchall(
+                f"SELECT {_THREAD_COLUMNS} FROM threads ORDER BY updated_at DESC"
+            )
+        else:
+            rows = await self.fetchall(
+                f"SELECT {_THREAD_COLUMNS} FROM threads WHERE resource_id=$1"
+                " ORDER BY updated_at DESC",
+                resource_id,
+            )
+        return [_thread(row) for row in rows]
+
+    # -- messages and events ------------------------------------------------------------------
+
+    async def append(
+        self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
+        events: Iterable[EventIn] = (),
+    ) -> None:
+        await self.write_thread(
+            thread_id, txn.locked_append, thread_id, resource_id, list(messages), list(events))
+        self._notify(thread_id)
+
+    async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
+        await self.append(thread_id, "", events=events)
+
+    def append_soon(
+        self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
+        events: Iterable[EventIn] = (),
+    ) -> asyncio.Future[None]:
+        """:meth:`append`, started now: the store keeps call order per thread. Each is its own
+        transaction here (no group commit on PostgreSQL yet: the pool writes in parallel)."""
+        return asyncio.ensure_future(
+            self.append(thread_id, resource_id, messages=list(messages), events=list(events)))
+
+    async def list_messages(
+        self, thread_id: str, *, limit: int = 50, before: str | None = None
+    ) -> list[MessageRecord]:
+        if before is None:
+            rows = await self.fetchall(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE thread_id=$1"
+                " ORDER BY seq DESC LIMIT $2",
+                thread_id, limit,
+            )
+        else:
+            rows = await self.fetchall(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE thread_id=$1 AND seq <"
+                " (SELECT seq FROM messages WHERE id=$2) ORDER BY seq DESC LIMIT $3",
+                thread_id, before, limit,
+            )
+        return [_message(row) for row in reversed(rows)]
+
+    async def read_events(
+        self, thread_id: str, after_seq: int, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        rows = await self.fetchall(
+            "SELECT seq, run_id, type, source, payload, created_at FROM events"
+            " WHERE thread_id=$1 AND seq>$2 ORDER BY seq LIMIT $3",
+            thread_id, after_seq, limit,
+        )
+        return [event_chunk(row) for row in rows]
+
+    async def last_event_seq(self, thread_id: str) -> int:
+        seq = await (await self.pool()).fetchval(
+            "SELECT MAX(seq) FROM events WHERE thread_id=$1", thread_id
+        )
+        return int(seq or 0)
+
+    async def thread_activity(self) -> dict[str, tuple[int, bool]]:
+        counts = await self.fetchall("SELECT thread_id, COUNT(*) FROM messages GROUP BY thread_id")
+        live = await self.fetchall(
+            f"SELECT thread_id FROM leases WHERE expires_at > {txn.SERVER_NOW}"
+        )
+        live_ids = {row[0] for row in live}
+        activity = {row[0]: (int(row[1]), row[0] in live_ids) for row in counts}
+        for thread_id in live_ids - activity.keys():
+            activity[thread_id] = (0, True)
+        return activity
+
+    async def thread_usage(self, thread_id: str) -> dict[str, int]:
+        row = await self.fetchone(
+            "SELECT COALESCE(SUM((payload::jsonb #>> '{usage,input_tokens}')::numeric), 0),"
+            " COALESCE(SUM((payload::jsonb #>> '{usage,output_tokens}')::numeric), 0)"
+            " FROM events WHERE thread_id=$1 AND type IN ('finish', 'abort', 'error')",
+            thread_id,
+        )
+        return {"input_tokens": int(row[0]), "output_tokens": int(row[1])}
+
+    # -- runs and leases ----------------------------------------------------------------------
+
+    async def active_run(self, thread_id: str) -> ActiveRun | None:
+        row = await self.fetchone(
+            "SELECT l.run_id, l.owner, r.start_seq, l.expires_at, l.abort_requested,"
+            f" l.expires_at > {txn.SERVER_NOW} FROM leases l LEFT JOIN runs r ON r.id=l.run_id"
+            " WHERE l.thread_id=$1",
+            thread_id,
+        )
+        if row is None or not row[5]:
+            return None
+        return ActiveRun(
+            run_id=row[0], owner=row[1], start_seq=row[2], expires_at=to_datetime(row[3]),
+            abort_requested=bool(row[4]),
+        )
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """Lookups answer in call order (one at a time): signals sent to a run id find its
+        thread in the order they were sent, then queue on the thread in that order."""
+        if self._run_lookups is None:
+            self._run_lookups = asyncio.Lock()
+        async with self._run_lookups:
+            row = await self.fetchone(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id=$1", run_id)
+        return None if row is None else _run(row)
+
+    async def list_runs(self, thread_id: str, limit: int = 20) -> list[RunRecord]:
+        rows = await self.fetchall(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE thread_id=$1 ORDER BY started_at DESC"
+            " LIMIT $2",
+            thread_id, limit,
+        )
+        return [_run(row) for row in rows]
+
+    async def start_run(
+        self, thread_id: str, resource_id: str, run_id: str, *, owner: str, ttl_s: float,
+        agent_id: str | None = None, title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> bool:
+        started = await self.write_thread(
+            thread_id, txn.start_run, thread_id, resource_id, run_id, owner, ttl_s, agent_id,
+            title, metadata,
+        )
+        self._notify(thread_id)
+        return started
+
+    async def renew_lease(
+        self, thread_id: str, run_id: str, owner: str, ttl_s: float
+    ) -> tuple[bool, bool]:
+        return await self.write(txn.renew_lease, thread_id, run_id, owner, ttl_s)
+
+    async def abort_requested(self, thread_id: str, run_id: str) -> bool:
+        row = await self.fetchone(
+            "SELECT abort_requested FROM leases WHERE thread_id=$1 AND run_id=$2",
+            thread_id, run_id,
+        )
+        return bool(row and row[0])
+
+    def request_abort_sync(self, thread_id: str) -> str | None:
+        """asyncpg is async only: the flag is set from a thread of its own, on a connection
+        of its own, with its own loop (never on the caller's loop, which may be running)."""
+        result: list[str | None] = []
+        errors: list[BaseException] = []
+
+        def flag() -> None:
+            try:
+                result.append(asyncio.run(self._flag_abort(thread_id)))
+            except BaseException as error:  # handed to the caller below
+                errors.append(error)
+
+        worker = threading.Thread(target=flag, name="tui-agent-abort", daemon=True)
+        worker.start()
+        worker.join()
+        if errors:
+            raise errors[0]
+        return result[0]
+
+    async def _flag_abort(self, thread_id: str) -> str | None:
+        asyncpg = require_asyncpg()
+        conn = await self._connect()
+        try:
+            return await conn.fetchval(
+                "UPDATE leases SET abort_requested=true WHERE thread_id=$1"
+                f" AND expires_at > {txn.SERVER_NOW} RETURNING run_id",
+                thread_id, timeout=CONNECT_TIMEOUT_S,
+            )
+        except asyncpg.UndefinedTableError:
+            return None  # a database nothing has used yet has no live run
+        finally:
+            await conn.close()
+
+    async def reap_expired_lease(self, thread_id: str) -> bool:
+        expired = await (await self.pool()).fetchval(
+            f"SELECT expires_at <= {txn.SERVER_NOW} FROM leases WHERE thread_id=$1", thread_id
+        )
+        if not expired:
+            return False
+        reaped = await self.write_thread(thread_id, txn.reap_expired, thread_id)
+        if reaped:
+            self._notify(thread_id)
+        return reaped
+
+    async def finish_run(
+        self, thread_id: str, resource_id: str, run_id: str, *, owner: str, status: str,
+        finish_reason: str | None, error: str | None = None,
+        messages: Sequence[MessageIn] = (), events: Sequence[EventIn] = (), force: bool = False,
+    ) -> FinishOutcome:
+        outcome = await self.write_thread(
+            thread_id, txn.finish_run, thread_id, resource_id, run_id, owner, status,
+            finish_reason, error, list(messages), list(events), force,
+        )
+        if outcome.finished:
+            self._notify(thread_id)
+        return outcome
+
+    async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None:
+        async with self.transaction() as conn:
+            await conn.execute("UPDATE runs SET scores=$1 WHERE id=$2", dumps(scores), run_id)
+
+    # -- signals ------------------------------------------------------------------------------
+
+    def route_signal_soon(
+        self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
+        if_idle: str, queue: bool = False, owner: str, ttl_s: float,
+        agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
+    ) -> asyncio.Future[RouteResult]:
+        """:meth:`route_signal`, started now (call order per thread is kept)."""
+        return asyncio.ensure_future(self.route_signal(
+            thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
+            owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle))
+
+    async def route_signal(
+        self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
+        if_idle: str, queue: bool = False, owner: str, ttl_s: float,
+        agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
+    ) -> RouteResult:
+        if if_active == "deliver" and not queue:
+            run_id = await self._deliver_fast(thread_id, resource_id, signal)
+            if run_id is not None:
+                self._notify(thread_id)
+                return RouteResult("deliver", run_id)
+        result = await self.write_thread(
+            thread_id, txn.route_signal, thread_id, resource_id, signal, echo_when_idle or signal,
+            if_active, if_idle, queue, owner, ttl_s, agent_id,
+        )
+        if result.action != "discard":
+            self._notify(thread_id)
+        return result
+
+    async def _deliver_fast(
+        self, thread_id: str, resource_id: str, signal: SignalIn
+    ) -> str | None:
+        """Into a live run in one round trip and one statement (``tui_agent_deliver_signal``,
+        its own transaction); None if no run is live (nothing was written)."""
+        async with self._in_call_order(thread_id):
+            pool = await self.pool()
+            run_id = await pool.fetchval(
+                "SELECT tui_agent_deliver_signal($1, $2, $3, $4, $5, $6, $7)",
+                thread_id, signal.id, resource_id, signal.type, dumps(signal.message),
+                dumps(signal.data), time.time(),
+            )
+        if run_id is not None:
+            self._commits += 1
+        return run_id
+
+    async def claim_signals(
+        self, thread_id: str, resource_id: str, run_id: str, *,
+        messages_before: Sequence[MessageIn] = (), events_before: Sequence[EventIn] = (),
+    ) -> list[dict[str, Any]]:
+        taken = await self.write_thread(
+            thread_id, txn.claim_signals, thread_id, resource_id, run_id, list(messages_before),
+            list(events_before),
+        )
+        if taken or messages_before or events_before:
+            self._notify(thread_id)
+        return taken
+
+    async def has_pending_signals(self, thread_id: str) -> bool:
+        row = await self.fetchone(
+            "SELECT 1 FROM signals WHERE thread_id=$1 AND status='pending' LIMIT 1", thread_id
+        )
+        return row is not None
+
+    async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
+        rows = await self.fetchall(
+            "SELECT id, type, status, run_id, data, created_at FROM signals"
+            " WHERE thread_id=$1 AND status IN ('pending', 'queued') ORDER BY seq",
+            thread_id,
+        )
+        return [
+            {"id": row[0], "type": row[1], "status": row[2], "run_id": row[3],
+             "data": loads(row[4]), "created_at": to_datetime(row[5])}
+            for row in rows
+        ]
+
+
+async def migrate(conn: Any, shown: str) -> None:
+    """Bring the database to ``SCHEMA_VERSION``, once however many processes open it."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS tui_agent_schema (version integer NOT NULL)"
+        )
+        version = await conn.fetchval("SELECT version FROM tui_agent_schema")
+        if version is None:
+            await conn.execute("INSERT INTO tui_agent_schema(version) VALUES (0)")
+            version = 0
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{shown} has schema version {version}, newer than this tui-agent "
+                f"({SCHEMA_VERSION}); upgrade tui-agent"
+            )
+        for number in range(version, SCHEMA_VERSION):
+            await conn.execute(MIGRATIONS[number])
+        if version != SCHEMA_VERSION:
+            await conn.execute("UPDATE tui_agent_schema SET version=$1", SCHEMA_VERSION)
+
+
+def _thread(row: Sequence[Any]) -> ThreadRecord:
+    return ThreadRecord(
+        id=row[0], resource_id=row[1], title=row[2], metadata=loads(row[3]) or {},
+        created_at=to_datetime(row[4]), updated_at=to_datetime(row[5]),
+    )
+
+
+def _message(row: Sequence[Any]) -> MessageRecord:
+    return MessageRecord(
+        seq=row[0], id=row[1], thread_id=row[2], resource_id=row[3], role=row[4],
+        content=loads(row[5]), run_id=row[6], metadata=loads(row[7]) or {},
+        created_at=to_datetime(row[8]),
+    )
+
+
+def _run(row: Sequence[Any]) -> RunRecord:
+    return RunRecord(
+        id=row[0], thread_id=row[1], resource_id=row[2], agent_id=row[3], owner=row[4],
+        status=row[5], start_seq=row[6], finish_reason=row[7], error=row[8],
+        scores=loads(row[9]), started_at=to_datetime(row[10]), ended_at=to_datetime(row[11]),
+    )

@@ -1,0 +1,91 @@
+"""Change detection for the PostgreSQL store: one ``LISTEN tui_agent`` connection per store
+object (a process has one store: shared by all its subscribers), no polling of tables.
+
+Every commit that changes the store sends ``NOTIFY tui_agent`` from a trigger (payload: the
+thread's id, or empty). Each notification bumps :attr:`ChangeListener.version` (what the
+store's ``data_version()`` returns: reading it costs no query) and sets the listeners of that
+thread, so a subscriber in any process wakes as soon as the commit is delivered.
+
+A dropped connection is noticed by asyncpg's termination callback: the version is bumped and
+every listener set (so subscribers read on from their cursor: nothing lost, nothing repeated,
+as they read by ``seq``), and the next ``data_version()`` reconnects, bumping once more once
+listening again. Checked by ``tests/test_postgres_store.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tui_agent.store.postgres_schema import CHANNEL
+
+RETRY_S = 0.5  # how often a lost listening connection is retried (not on every poll)
+
+
+class ChangeListener:
+    """The LISTEN connection and the per-thread asyncio events it sets."""
+
+    def __init__(self, connect: Callable[[], Any]) -> None:
+        self._connect = connect
+        self._conn: Any = None
+        self._lock: asyncio.Lock | None = None
+        self._next_try = 0.0
+        self.version = 0
+        self.listeners: dict[str, set[asyncio.Event]] = {}
+
+    def set_thread(self, thread_id: str) -> None:
+        for event in self.listeners.get(thread_id, ()):
+            event.set()
+
+    def _wake_all(self) -> None:
+        self.version += 1
+        for events in self.listeners.values():
+            for event in events:
+                event.set()
+
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self.version += 1
+        if payload:
+            self.set_thread(payload)
+
+    def _on_terminated(self, conn: Any) -> None:
+        if conn is self._conn:
+            self._conn = None
+            self._wake_all()  # whatever was sent while we were away: read on from the cursor
+
+    @property
+    def listening(self) -> bool:
+        return self._conn is not None and not self._conn.is_closed()
+
+    async def ensure(self) -> None:
+        """Listen, if not already (a failure is retried after ``RETRY_S``, never raised)."""
+        if self.listening or time.monotonic() < self._next_try:
+            return
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.listening:
+                return
+            was_connected = self.version > 0 or self._conn is not None
+            try:
+                conn = await self._connect()
+                await conn.add_listener(CHANNEL, self._on_notify)
+            except Exception:  # unreachable server, refused, ...: retried after RETRY_S
+                self._next_try = time.monotonic() + RETRY_S
+                return
+            conn.add_termination_listener(self._on_terminated)
+            self._conn = conn
+            if was_connected:
+                self._wake_all()  # commits made before LISTEN took effect: look once more
+
+    async def close(self) -> None:
+        self._lock, self._next_try = None, 0.0
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.is_closed():
+            await conn.close()
+
+    def backend_pid(self) -> int | None:
+        """The listening connection's server process (tests terminate it to drop it)."""
+        return self._conn.get_server_pid() if self.listening else None
