@@ -374,8 +374,8 @@ async def test_records_from_another_store_connection_appear_and_update(
                                   thread="ci", action="summarize")
         await until(pilot, lambda: (r := sidebar.feed.records.get(summarised.id)) is not None
                     and r.summarized_at is not None, "summarised elsewhere")
-        assert "◌ pending, summarised · ci · chatter" in "\n".join(
-            screen_text(sidebar.inbox_list))
+        await until(pilot, lambda: "◌ pending, summarised · ci · chatter" in "\n".join(
+            screen_text(sidebar.inbox_list)), "the summarised record on screen")
 
 
 async def test_an_urgent_record_shows_a_toast(

@@ -81,7 +81,7 @@ class TranscriptView(VerticalScroll, can_focus=True):
                 if widget is not None:
                     widget.refresh_entry()  # type: ignore[attr-defined]
         if self.following:
-            self.scroll_end(animate=False, immediate=False)
+            self._follow_after_refresh()
         self.unseen = self.transcript.waiting
         return pruned
 
@@ -99,7 +99,16 @@ class TranscriptView(VerticalScroll, can_focus=True):
         """The content grew or shrank (also between two syncs, when an answer's final render
         changes its height): a following view stays at the end."""
         if self.following:
-            self.scroll_end(animate=False, immediate=False)
+            self._follow_after_refresh()
+
+    def _follow_after_refresh(self) -> None:
+        """Scroll to the end once the new height is laid out — unless the user scrolled up in
+        between (a scroll queued before theirs must not undo it)."""
+        self.call_after_refresh(self._scroll_end_if_following)
+
+    def _scroll_end_if_following(self) -> None:
+        if self.following:
+            self.scroll_end(animate=False, immediate=True)
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
