@@ -1,0 +1,306 @@
+"""Watchers cost little: idle CPU of thread watchers, and cross-process latency, beside anchors.
+
+Idle CPU (% of one core over ``--seconds``, after a settling second), each beside ``sleep``:
+one ``tui-agent watch`` process, ``--watchers`` of them (total and per watcher), and one process
+holding ``--watchers`` subscriptions (with the number of change polls it made: one shared poller).
+Goal (issue: reliability, "Watchers cost little"): ≤ 0.5% of a core per idle watcher.
+
+Cross-process latency: this process appends an event to a thread through its own store; a
+``tui-agent watch --json`` process prints it; the figure is commit → line read (p50/p99), for
+isolated sends (the watcher's poller has backed off to idle) and for a burst (it polls fast).
+Goal p50 ≤ 50 ms. The anchor: a bare sqlite3 reader polling ``data_version`` every 10 ms.
+
+``--compare REF`` runs every measurement again with the code at git ``REF`` (``git archive`` into a
+temporary directory, first on ``PYTHONPATH``), e.g. ``--compare 1da68f6`` for the per-subscriber
+10 ms polling this replaced. The machine is shared: compare figures within one run only.
+
+    .venv/bin/python benchmarks/bench_watchers.py [--seconds 10] [--watchers 20] [--compare REF]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from queue import Empty, Queue
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+R = "bench"
+SETTLE_S = 1.0
+
+SUBSCRIBER = """
+import asyncio, sys
+from tui_agent import Agent, Memory, SqliteStore
+from tui_agent.testing import ScriptedModel
+
+async def main(db, count):
+    agent = Agent(name="w", instructions=".", model=ScriptedModel(replies=["ok"]),
+                  memory=Memory(SqliteStore(db)))
+    subs = [await agent.subscribe_to_thread(resource_id="bench", thread_id=f"t{i}")
+            for i in range(count)]
+    async def drain(sub):
+        async for _ in sub.stream:
+            pass
+    tasks = [asyncio.create_task(drain(sub)) for sub in subs]
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    try:
+        from tui_agent.store.changes import ChangeFeed
+        print(ChangeFeed.of(agent.memory.store).polls, flush=True)
+    except ImportError:
+        print(-1, flush=True)
+    for sub in subs:
+        sub.unsubscribe()
+    await asyncio.gather(*tasks)
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+"""
+
+BARE_READER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+version, last = None, int(sys.argv[2])
+print("ready", flush=True)
+while True:
+    v = db.execute("PRAGMA data_version").fetchone()[0]
+    if v != version:
+        version = v
+        for (seq,) in db.execute("SELECT seq FROM events WHERE seq > ?", (last,)).fetchall():
+            last = seq
+            print(seq, flush=True)
+    time.sleep(0.01)
+"""
+
+
+# -- processes -----------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of every thread of ``pid`` so far (ns precision, from schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that just ended
+    return total / 1e9
+
+
+def idle_cpu(pids: list[int], seconds: float) -> float:
+    """% of one core the processes used together over ``seconds``."""
+    before = sum(cpu_seconds(pid) for pid in pids)
+    start = time.monotonic()
+    time.sleep(seconds)
+    used = sum(cpu_seconds(pid) for pid in pids) - before
+    return 100 * used / (time.monotonic() - start)
+
+
+def child(tree: Path | None) -> dict[str, Any]:
+    """Popen arguments for a child that runs the code of ``tree`` (None: this checkout). It runs
+    in a temporary directory: ``-m``/``-c`` put the working directory first on ``sys.path``,
+    where this checkout would win over ``PYTHONPATH``."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
+    return {"env": env, "cwd": tempfile.gettempdir()}
+
+
+def watch_cmd(db: str, thread: str) -> list[str]:
+    return [sys.executable, "-m", "tui_agent.cli", "watch", "--db", db, "-r", R, "-t", thread,
+            "--json", "--no-tools", "-m", "local/smollm2"]
+
+
+@contextmanager
+def watchers(db: str, count: int, tree: Path | None) -> Iterator[list[subprocess.Popen[str]]]:
+    procs = [subprocess.Popen(watch_cmd(db, f"idle-{i}"), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, **child(tree))
+             for i in range(count)]
+    try:
+        for proc in procs:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()
+            if "watching" not in line:
+                raise RuntimeError(f"watch did not start: {line}{proc.stderr.read()}")
+        time.sleep(SETTLE_S)
+        yield procs
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
+
+
+# -- idle CPU ------------------------------------------------------------------------------------
+
+
+def idle_rows(tmp: Path, seconds: float, count: int, tree: Path | None, tag: str) -> list[str]:
+    db = str(tmp / f"idle{tag}.db")
+    rows = []
+    with watchers(db, 1, tree) as procs:
+        one = idle_cpu([p.pid for p in procs], seconds)
+    rows.append(f"1 `tui-agent watch` process{tag}: {one:.2f}% of a core")
+    with watchers(db, count, tree) as procs:
+        many = idle_cpu([p.pid for p in procs], seconds)
+    rows.append(f"{count} `tui-agent watch` processes{tag}: {many:.2f}% total, "
+                f"{many / count:.2f}% each")
+    sub = subprocess.Popen([sys.executable, "-c", SUBSCRIBER, db, str(count)], text=True,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, **child(tree))
+    assert sub.stdout is not None and sub.stdin is not None
+    assert sub.stdout.readline().strip() == "ready"
+    time.sleep(SETTLE_S)
+    shared = idle_cpu([sub.pid], seconds)
+    sub.stdin.write("\n")
+    sub.stdin.flush()
+    polls = int(sub.stdout.readline())
+    sub.wait(10)
+    per_s = f", {polls / (seconds + SETTLE_S):.0f} change polls/s" if polls >= 0 else ""
+    rows.append(f"{count} subscriptions in 1 process{tag}: {shared:.2f}%{per_s}")
+    return rows
+
+
+def sleep_anchor(seconds: float) -> float:
+    proc = subprocess.Popen(["sleep", str(seconds + 5)])
+    try:
+        return idle_cpu([proc.pid], seconds)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# -- latency -------------------------------------------------------------------------------------
+
+
+def reader_queue(stream: object) -> Queue[tuple[float, str]]:
+    """Lines of ``stream`` with the moment each was read, from a thread."""
+    lines: Queue[tuple[float, str]] = Queue()
+
+    def pump() -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            lines.put((time.perf_counter(), line))
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def next_line(lines: Queue[tuple[float, str]], needle: str) -> float:
+    while True:
+        try:
+            moment, line = lines.get(timeout=10)
+        except Empty:
+            raise RuntimeError(f"no line with {needle!r} within 10 s") from None
+        if needle in line:
+            return moment
+
+
+async def latency(db: str, tree: Path | None, idle_rounds: int, burst_rounds: int) -> str:
+    from tui_agent.store.sqlite import EventIn, SqliteStore
+
+    store = SqliteStore(db)
+    proc = subprocess.Popen(watch_cmd(db, "lat"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **child(tree))
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        assert "watching" in proc.stderr.readline()
+        lines = reader_queue(proc.stdout)
+        await store.ensure_thread("lat", R)
+        figures = []
+        for mode, rounds, gap in (("isolated", idle_rounds, (1.3, 1.6)),
+                                  ("burst", burst_rounds, (0.0, 0.05))):
+            samples = []
+            for i in range(rounds):
+                await asyncio.sleep(random.uniform(*gap))
+                tag = f"{mode}-{i}-{random.random()}"
+                await store.append_events("lat", [EventIn("data-bench", {"tag": tag})])
+                sent = time.perf_counter()
+                arrived = await asyncio.to_thread(next_line, lines, tag)
+                samples.append((arrived - sent) * 1000)
+            figures.append(f"{mode} p50 {pct(samples, 0.5):.1f} / p99 {pct(samples, 0.99):.1f} ms"
+                           f" ({rounds})")
+        return "; ".join(figures)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        await store.close()
+
+
+def bare_latency(tmp: Path, rounds: int) -> str:
+    import sqlite3
+
+    path = tmp / "bare.db"
+    with sqlite3.connect(path, isolation_level=None) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE events(seq INTEGER PRIMARY KEY)")
+        reader = subprocess.Popen([sys.executable, "-c", BARE_READER, str(path), "0"],
+                                  stdout=subprocess.PIPE, text=True)
+        assert reader.stdout is not None
+        reader.stdout.readline()
+        lines = reader_queue(reader.stdout)
+        samples = []
+        for seq in range(1, rounds + 1):
+            time.sleep(random.uniform(0, 0.05))
+            db.execute("INSERT INTO events VALUES (?)", (seq,))
+            sent = time.perf_counter()
+            samples.append((next_line(lines, str(seq)) - sent) * 1000)
+        reader.kill()
+        reader.wait()
+    return f"p50 {pct(samples, 0.5):.1f} / p99 {pct(samples, 0.99):.1f} ms ({rounds})"
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# -- main ----------------------------------------------------------------------------------------
+
+
+def extract(ref: str, into: Path) -> Path:
+    """The package at git ``ref``, unpacked under ``into``."""
+    tree = into / "tree"
+    tree.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "tui_agent"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--watchers", type=int, default=20)
+    parser.add_argument("--idle-rounds", type=int, default=20)
+    parser.add_argument("--burst-rounds", type=int, default=60)
+    parser.add_argument("--compare", metavar="REF", help="also measure the code at git REF")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        trees: list[tuple[str, Path | None]] = [("", None)]
+        if args.compare:
+            trees.append((f" [{args.compare}]", extract(args.compare, tmp)))
+        print(f"load average at start: {os.getloadavg()[0]:.2f} (2 shared cores: noisy)")
+        print(f"anchor: `sleep`: {sleep_anchor(args.seconds):.2f}% of a core "
+              f"(each figure over {args.seconds:.0f} s)")
+        for tag, tree in trees:
+            for row in idle_rows(tmp, args.seconds, args.watchers, tree, tag):
+                print(row + "   (goal ≤ 0.5% per watcher)")
+        print(f"anchor: bare sqlite3 reader polling data_version every 10 ms: "
+              f"{bare_latency(tmp, args.burst_rounds)}")
+        for tag, tree in trees:
+            figure = asyncio.run(latency(str(tmp / f"lat{tag.strip(' []')}.db"), tree,
+                                         args.idle_rounds, args.burst_rounds))
+            print(f"cross-process latency, append → `watch --json` line{tag}: {figure}"
+                  "   (goal p50 ≤ 50 ms)")
+
+
+if __name__ == "__main__":
+    main()
