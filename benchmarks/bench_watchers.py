@@ -32,14 +32,30 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from queue import Empty, Queue
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 R = "bench"
 SETTLE_S = 1.0
 
-SUBSCRIBER = """
-import asyncio, sys
+# Every child starts with this: BENCH_NO_INOTIFY=1 makes the change feed poll (no inotify).
+PRELUDE = """
+import os, sys
+if os.environ.get("BENCH_NO_INOTIFY"):
+    try:
+        from tui_agent.store import wal_watch
+        wal_watch.WalWatch.open = classmethod(lambda cls, path: None)
+    except ImportError:
+        pass
+"""
+
+WATCH = PRELUDE + """
+from tui_agent.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+SUBSCRIBER = PRELUDE + """
+import asyncio
 from tui_agent import Agent, Memory, SqliteStore
 from tui_agent.testing import ScriptedModel
 
@@ -105,25 +121,33 @@ def idle_cpu(pids: list[int], seconds: float) -> float:
     return 100 * used / (time.monotonic() - start)
 
 
-def child(tree: Path | None) -> dict[str, Any]:
-    """Popen arguments for a child that runs the code of ``tree`` (None: this checkout). It runs
-    in a temporary directory: ``-m``/``-c`` put the working directory first on ``sys.path``,
-    where this checkout would win over ``PYTHONPATH``."""
+class Variant(NamedTuple):
+    tag: str  # printed after each figure
+    tree: Path | None  # the package's code (None: this checkout)
+    hear: bool  # the change feed may use inotify
+
+
+def child(variant: Variant) -> dict[str, Any]:
+    """Popen arguments for a child that runs ``variant``'s code. It runs in a temporary
+    directory: ``-c`` puts the working directory first on ``sys.path``, where this checkout
+    would win over ``PYTHONPATH``."""
     env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
+    if variant.tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(variant.tree), env.get("PYTHONPATH", "")])
+    if not variant.hear:
+        env["BENCH_NO_INOTIFY"] = "1"
     return {"env": env, "cwd": tempfile.gettempdir()}
 
 
 def watch_cmd(db: str, thread: str) -> list[str]:
-    return [sys.executable, "-m", "tui_agent.cli", "watch", "--db", db, "-r", R, "-t", thread,
+    return [sys.executable, "-c", WATCH, "watch", "--db", db, "-r", R, "-t", thread,
             "--json", "--no-tools", "-m", "local/smollm2"]
 
 
 @contextmanager
-def watchers(db: str, count: int, tree: Path | None) -> Iterator[list[subprocess.Popen[str]]]:
+def watchers(db: str, count: int, variant: Variant) -> Iterator[list[subprocess.Popen[str]]]:
     procs = [subprocess.Popen(watch_cmd(db, f"idle-{i}"), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, **child(tree))
+                              stderr=subprocess.PIPE, text=True, **child(variant))
              for i in range(count)]
     try:
         for proc in procs:
@@ -143,18 +167,19 @@ def watchers(db: str, count: int, tree: Path | None) -> Iterator[list[subprocess
 # -- idle CPU ------------------------------------------------------------------------------------
 
 
-def idle_rows(tmp: Path, seconds: float, count: int, tree: Path | None, tag: str) -> list[str]:
-    db = str(tmp / f"idle{tag}.db")
+def idle_rows(tmp: Path, seconds: float, count: int, variant: Variant) -> list[str]:
+    tag = variant.tag
+    db = str(tmp / f"idle{len(tag)}.db")
     rows = []
-    with watchers(db, 1, tree) as procs:
+    with watchers(db, 1, variant) as procs:
         one = idle_cpu([p.pid for p in procs], seconds)
     rows.append(f"1 `tui-agent watch` process{tag}: {one:.2f}% of a core")
-    with watchers(db, count, tree) as procs:
+    with watchers(db, count, variant) as procs:
         many = idle_cpu([p.pid for p in procs], seconds)
     rows.append(f"{count} `tui-agent watch` processes{tag}: {many:.2f}% total, "
                 f"{many / count:.2f}% each")
     sub = subprocess.Popen([sys.executable, "-c", SUBSCRIBER, db, str(count)], text=True,
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, **child(tree))
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, **child(variant))
     assert sub.stdout is not None and sub.stdin is not None
     assert sub.stdout.readline().strip() == "ready"
     time.sleep(SETTLE_S)
@@ -202,12 +227,12 @@ def next_line(lines: Queue[tuple[float, str]], needle: str) -> float:
             return moment
 
 
-async def latency(db: str, tree: Path | None, idle_rounds: int, burst_rounds: int) -> str:
+async def latency(db: str, variant: Variant, idle_rounds: int, burst_rounds: int) -> str:
     from tui_agent.store.sqlite import EventIn, SqliteStore
 
     store = SqliteStore(db)
     proc = subprocess.Popen(watch_cmd(db, "lat"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, **child(tree))
+                            text=True, **child(variant))
     try:
         assert proc.stderr is not None and proc.stdout is not None
         assert "watching" in proc.stderr.readline()
@@ -278,29 +303,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--watchers", type=int, default=20)
-    parser.add_argument("--idle-rounds", type=int, default=20)
+    parser.add_argument("--idle-rounds", type=int, default=15)
     parser.add_argument("--burst-rounds", type=int, default=60)
     parser.add_argument("--compare", metavar="REF", help="also measure the code at git REF")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        trees: list[tuple[str, Path | None]] = [("", None)]
+        variants = [Variant("", None, True), Variant(" [polling only: no inotify]", None, False)]
         if args.compare:
-            trees.append((f" [{args.compare}]", extract(args.compare, tmp)))
+            variants.append(Variant(f" [{args.compare}]", extract(args.compare, tmp), True))
         print(f"load average at start: {os.getloadavg()[0]:.2f} (2 shared cores: noisy)")
         print(f"anchor: `sleep`: {sleep_anchor(args.seconds):.2f}% of a core "
               f"(each figure over {args.seconds:.0f} s)")
-        for tag, tree in trees:
-            for row in idle_rows(tmp, args.seconds, args.watchers, tree, tag):
+        for variant in variants:
+            for row in idle_rows(tmp, args.seconds, args.watchers, variant):
                 print(row + "   (goal ≤ 0.5% per watcher)")
         print(f"anchor: bare sqlite3 reader polling data_version every 10 ms: "
               f"{bare_latency(tmp, args.burst_rounds)}")
-        for tag, tree in trees:
-            figure = asyncio.run(latency(str(tmp / f"lat{tag.strip(' []')}.db"), tree,
+        for index, variant in enumerate(variants):
+            figure = asyncio.run(latency(str(tmp / f"lat{index}.db"), variant,
                                          args.idle_rounds, args.burst_rounds))
-            print(f"cross-process latency, append → `watch --json` line{tag}: {figure}"
+            print(f"cross-process latency, append → `watch --json` line{variant.tag}: {figure}"
                   "   (goal p50 ≤ 50 ms)")
-
 
 if __name__ == "__main__":
     main()

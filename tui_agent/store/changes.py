@@ -153,6 +153,10 @@ class ChangeFeed:
         return store
 
     @property
+    def store_alive(self) -> bool:
+        return self._store() is not None
+
+    @property
     def running(self) -> bool:
         return self._poller is not None and self._poller.is_alive()
 
@@ -264,6 +268,8 @@ class _Poller(threading.Thread):
         interval = feed.idle_s
         hurry_until = 0.0  # after a write was heard: its commit shows a moment later
         while (told := self._wait(interval)) is not None:
+            if self.loop.is_closed() or not feed.store_alive:
+                return  # nobody is left to wake (a program that never closed its watches)
             try:
                 new_version = probe()
                 new_commits = feed.store.local_commits
