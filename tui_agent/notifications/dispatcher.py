@@ -4,6 +4,8 @@ It runs as an asyncio task in every process that uses an agent with memory. Seve
 one store at once: each pass first *claims* the due records in one ``BEGIN IMMEDIATE``
 transaction (``claimed_by``, ``claim_expires_at``), and every outcome is written only where its
 claim stands, so no record is delivered twice. A claim left by a process that died expires.
+A pass with nothing due only reads: it takes no write lock and commits nothing, so idle
+processes do not wake each other's change pollers (tests/test_dispatcher.py).
 """
 
 from __future__ import annotations
@@ -26,11 +28,8 @@ CLAIM_BATCH = 500
 
 # A record that was summarised (or is waiting for its digest) and has ``deliver_at`` waits for
 # its thread to be idle: "a summary now, the full notification once idle". A live lease = active.
-_CLAIM_SQL = f"""
-UPDATE notifications SET claimed_by=:token, claim_expires_at=:expires
-WHERE id IN (
-  SELECT n.id FROM notifications n
-  WHERE n.status='pending' AND (n.claimed_by IS NULL OR n.claim_expires_at<:real_now)
+_DUE = """
+  n.status='pending' AND (n.claimed_by IS NULL OR n.claim_expires_at<:real_now)
     AND (
       (n.summary_at IS NOT NULL AND n.summary_at<=:now)
       OR (n.deliver_at IS NOT NULL AND n.deliver_at<=:now AND (
@@ -38,10 +37,20 @@ WHERE id IN (
             OR NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=n.thread_id
                            AND l.expires_at>:real_now)))
     )
+"""
+
+_CLAIM_SQL = f"""
+UPDATE notifications SET claimed_by=:token, claim_expires_at=:expires
+WHERE id IN (
+  SELECT n.id FROM notifications n WHERE {_DUE}
   ORDER BY n.created_at LIMIT {CLAIM_BATCH}
 )
 RETURNING {", ".join(COLUMNS)}
 """
+
+# Asked first, as a read: an idle pass takes no write lock and commits nothing (a commit every
+# second would wake every process's change poller and every watcher of "any commit").
+_ANY_DUE_SQL = f"SELECT 1 FROM notifications n WHERE {_DUE} LIMIT 1"
 
 
 def _timestamp(now: float | datetime | None) -> float:
@@ -52,6 +61,10 @@ def _timestamp(now: float | datetime | None) -> float:
 
 def _due(moment: datetime | None, now: float) -> bool:
     return moment is not None and moment.timestamp() <= now
+
+
+async def _anything_due(store: Any, now: float) -> bool:
+    return await store.fetchone(_ANY_DUE_SQL, {"now": now, "real_now": time.time()}) is not None
 
 
 async def _claim(store: Any, token: str, now: float) -> list[NotificationRecord]:
@@ -124,6 +137,8 @@ async def dispatch_due(
     at = _timestamp(now)
     token = claimant or f"dispatch:{os.getpid()}:{new_id()}"
     report = {"claimed": 0, "delivered": 0, "digests": 0, "failures": 0}
+    if not await _anything_due(store, at):
+        return report
     records = await _claim(store, token, at)
     report["claimed"] = len(records)
     by_thread: dict[str, list[NotificationRecord]] = defaultdict(list)
