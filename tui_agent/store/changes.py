@@ -40,6 +40,7 @@ Tested by tests/test_change_feed.py; the cost is measured by benchmarks/bench_wa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import select
@@ -246,6 +247,9 @@ class _Poller(threading.Thread):
                 os.write(self._stop_pipe[1], b"x")
 
     def run(self) -> None:
+        if self._path is not None and not os.path.exists(self._path):
+            with contextlib.suppress(Exception):  # a store not opened yet: open it (and its file)
+                self._probe_through_loop()
         try:
             probe, close = self._open_probe()
         except Exception:  # the store's file is not there (yet): poll through the store
