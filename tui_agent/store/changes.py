@@ -40,7 +40,6 @@ Tested by tests/test_change_feed.py; the cost is measured by benchmarks/bench_wa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import select
@@ -217,6 +216,8 @@ class ChangeFeed:
     async def sort_out(self) -> None:
         """This process and maybe another committed since the last poll: the store's own
         ``data_version()`` (moved by other connections only) tells whether another did."""
+        if not self._watches:
+            return  # stopped meanwhile: the store may be closed, and a query would reopen it
         try:
             version = await self.store.data_version()
         except Exception:
@@ -247,9 +248,8 @@ class _Poller(threading.Thread):
                 os.write(self._stop_pipe[1], b"x")
 
     def run(self) -> None:
-        if self._path is not None and not os.path.exists(self._path):
-            with contextlib.suppress(Exception):  # a store not opened yet: open it (and its file)
-                self._probe_through_loop()
+        if not self._file_made():
+            return
         try:
             probe, close = self._open_probe()
         except Exception:  # the store's file is not there (yet): poll through the store
@@ -265,6 +265,14 @@ class _Poller(threading.Thread):
             if close is not None:
                 close()
             self._close_wal_watch()
+
+    def _file_made(self) -> bool:
+        """Until the store's file exists (nothing can be committed before; the first marker
+        then wakes every watch). False if stopped first."""
+        while self._path is not None and not os.path.exists(self._path):
+            if self._stopped.wait(self.feed.idle_s) or self.loop.is_closed():
+                return False
+        return True
 
     def _loop(self, probe: Callable[[], int], *, sees_own: bool) -> None:
         feed = self.feed
@@ -362,12 +370,16 @@ class _Poller(threading.Thread):
         return probe, connection.close
 
     def _probe_through_loop(self) -> int:
-        future = asyncio.run_coroutine_threadsafe(self.feed.store.data_version(), self.loop)
+        future = asyncio.run_coroutine_threadsafe(self._version_unless_stopped(), self.loop)
         try:
             return future.result(PROBE_TIMEOUT_S)
         except FutureTimeout:
             future.cancel()
             raise
+
+    async def _version_unless_stopped(self) -> int:
+        # Stopped meanwhile: the store may be closed by now, and a query would reopen it.
+        return -1 if self._stopped.is_set() else await self.feed.store.data_version()
 
     def _sort_out(self) -> None:
         task = self.loop.create_task(self.feed.sort_out(), name="tui-agent change feed: sort out")
