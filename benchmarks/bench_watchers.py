@@ -5,6 +5,10 @@ one ``tui-agent watch`` process, ``--watchers`` of them (total and per watcher),
 holding ``--watchers`` subscriptions (with the number of change polls it made: one shared poller).
 Goal (issue: reliability, "Watchers cost little"): ≤ 0.5% of a core per idle watcher.
 
+The idle app (headless, 4 panes and the inbox sidebar): store queries and commits a second
+(every query through ``SqliteStore.fetchall``, so ``data_version`` polls through the store
+count; the change feed's own probe connection does not: see the polls/s above).
+
 Cross-process latency: this process appends an event to a thread through its own store; a
 ``tui-agent watch --json`` process prints it; the figure is commit → line read (p50/p99), for
 isolated sends (the watcher's poller has backed off to idle) and for a burst (it polls fast).
@@ -82,6 +86,48 @@ async def main(db, count):
 asyncio.run(main(sys.argv[1], int(sys.argv[2])))
 """
 
+# The app headless with 4 panes and the inbox sidebar, idle: store queries and commits a second.
+APP = PRELUDE + """
+import asyncio, time
+from tui_agent import Agent, Memory, SqliteStore
+from tui_agent.app.app import AppConfig, TuiAgentApp
+from tui_agent.app.widgets.composer import Identity
+from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
+from tui_agent.testing import ScriptedModel
+
+queries = [0]
+fetchall = SqliteStore.fetchall
+
+async def counting(self, sql, params=()):
+    queries[0] += 1
+    return await fetchall(self, sql, params)
+
+SqliteStore.fetchall = counting
+
+async def main(db, seconds):
+    store = SqliteStore(db)
+    agent = Agent(name="demo", instructions=".", model=ScriptedModel(replies=["ok"]),
+                  memory=Memory(store))
+    app = TuiAgentApp(AppConfig(
+        agent=agent, threads=[("bench", t) for t in "abcd"], identity=Identity("me", {}),
+        agent_label="demo", model_label="scripted", default_resource="bench", warm_model=False))
+    async with app.run_test(size=(160, 48)) as pilot:
+        deadline = time.monotonic() + 30
+        while not (len(app.panes) == 4 and all(p.feed.attached for p in app.panes)
+                   and app.query_one(InboxSidebar).feed.loaded):
+            assert time.monotonic() < deadline, "the app did not open"
+            await pilot.pause()
+        await asyncio.sleep(1.0)
+        start, before, commits = time.monotonic(), queries[0], store.local_commits
+        await asyncio.sleep(seconds)
+        took = time.monotonic() - start
+        print(f"{(queries[0] - before) / took:.1f} {(store.local_commits - commits) / took:.1f}")
+    await agent.close()
+    await store.close()
+
+asyncio.run(main(sys.argv[1], float(sys.argv[2])))
+"""
+
 BARE_READER = """
 import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -136,6 +182,7 @@ def child(variant: Variant) -> dict[str, Any]:
         env["PYTHONPATH"] = os.pathsep.join([str(variant.tree), env.get("PYTHONPATH", "")])
     if not variant.hear:
         env["BENCH_NO_INOTIFY"] = "1"
+    env["XDG_CONFIG_HOME"] = str(Path(tempfile.gettempdir()) / "bench-watchers-config")
     return {"env": env, "cwd": tempfile.gettempdir()}
 
 
@@ -191,6 +238,16 @@ def idle_rows(tmp: Path, seconds: float, count: int, variant: Variant) -> list[s
     per_s = f", {polls / (seconds + SETTLE_S):.0f} change polls/s" if polls >= 0 else ""
     rows.append(f"{count} subscriptions in 1 process{tag}: {shared:.2f}%{per_s}")
     return rows
+
+
+def idle_app(tmp: Path, seconds: float, variant: Variant) -> str:
+    db = str(tmp / f"app{len(variant.tag)}.db")
+    done = subprocess.run([sys.executable, "-c", APP, db, str(seconds)], capture_output=True,
+                          text=True, timeout=seconds + 90, **child(variant))
+    if done.returncode != 0:
+        return f"failed: {done.stderr.strip().splitlines()[-1:]}"
+    queries, commits = done.stdout.split()[-2:]
+    return f"{queries} store queries/s, {commits} commits/s"
 
 
 def sleep_anchor(seconds: float) -> float:
@@ -293,7 +350,7 @@ def extract(ref: str, into: Path) -> Path:
     """The package at git ``ref``, unpacked under ``into``."""
     tree = into / "tree"
     tree.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "tui_agent"],
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "tui_agent", "themes"],
                              check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     return tree
@@ -318,6 +375,9 @@ def main() -> None:
         for variant in variants:
             for row in idle_rows(tmp, args.seconds, args.watchers, variant):
                 print(row + "   (goal ≤ 0.5% per watcher)")
+        for variant in variants:
+            print(f"idle app, 4 panes + inbox (headless){variant.tag}: "
+                  f"{idle_app(tmp, args.seconds, variant)}")
         print(f"anchor: bare sqlite3 reader polling data_version every 10 ms: "
               f"{bare_latency(tmp, args.burst_rounds)}")
         for index, variant in enumerate(variants):
