@@ -5,6 +5,7 @@ Waits are on conditions with a bound (``until``), never sleeps."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from helpers.app import AppFactory, until
 from helpers.common import AgentFactory, StoreFactory
 
 from tui_agent import Memory
+from tui_agent.app import bridge, inbox_feed
 from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
 from tui_agent.testing import ScriptedModel
 
@@ -20,6 +22,20 @@ R = "me"
 # what is counted is what follows the store's changes.
 QUIET = {"dispatch_interval_s": 3600}
 PENDING = {"dispatch_interval_s": 3600, "delivery_policy": {"decide": lambda r, s: "persist"}}
+
+
+async def settled(pilot: Any, changes: Any, counted: dict[str, int]) -> None:
+    """Until two polls and the views' longest pause between reads (a wake at the end of the
+    start is read after it) pass without a query: the start's reads and wakes are done."""
+    quiet_s = max(inbox_feed.POLL_S, bridge.WAITING_GAP_S)
+    deadline = time.monotonic() + 10.0
+    while True:
+        queries, target, since = counted["queries"], changes.polls + 2, time.monotonic()
+        await until(pilot, lambda t=target, s=since: changes.polls >= t
+                    and time.monotonic() - s > quiet_s, "two polls and a pause")
+        if counted["queries"] == queries:
+            return
+        assert time.monotonic() < deadline, "the app kept reading the store"
 
 
 async def test_four_idle_panes_and_the_inbox_query_nothing_until_another_process_commits(
@@ -41,8 +57,7 @@ async def test_four_idle_panes_and_the_inbox_query_nothing_until_another_process
         sidebar = app.query_one(InboxSidebar)
         await until(pilot, lambda: len(app.panes) == 4 and all(p.feed.attached for p in app.panes)
                     and sidebar.feed.loaded, "four panes subscribed and the inbox read")
-        polls = changes.polls
-        await until(pilot, lambda: changes.polls >= polls + 2, "the start settled")
+        await settled(pilot, changes, counted)
         queries, polls = counted["queries"], changes.polls
         await until(pilot, lambda: changes.polls >= polls + 3, "three more polls")
         assert counted["queries"] == queries  # idle: nobody read anything
