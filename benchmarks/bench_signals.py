@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers.signal_peer import Peer
 
 from tui_agent import Agent, Memory, SqliteStore
-from tui_agent.agent.subscription import POLL_S
+from tui_agent.store.changes import IDLE_S as POLL_S
 from tui_agent.testing import ScriptedModel
 
 R = "bench-user"
@@ -136,7 +136,7 @@ def latency(tmp: Path, rounds: int) -> list[Row]:
     raw = raw_round_trip(tmp / "anchor.db", rounds)
     out.append(("  anchor: bare write→read, 2 processes",
                 f"p50 {pct(raw, 0.5) * 1000:.1f} / p99 {pct(raw, 0.99) * 1000:.1f} ms",
-                f"reader polls data_version every {POLL_S * 1000:.0f} ms (the subscriber's)"))
+                f"reader polls data_version every {POLL_S * 1000:.0f} ms (the idle change feed's)"))
     return out
 
 

@@ -64,6 +64,19 @@ def note(source: str = "github", priority: str = "medium", **extra: Any) -> dict
             "priority": priority, **extra}
 
 
+async def test_a_pass_with_nothing_due_commits_nothing(agent: Any, memory: Any) -> None:
+    """An idle pass only reads: no write lock, no commit for other processes' change pollers
+    (nor this one's watchers of any commit) to wake on, every second in every process."""
+    await make_active(memory)
+    await agent.send_notification_signal(note("slack"), resource_id=R, thread_id=T)
+    assert (await dispatch_due(agent))["digests"] == 1
+    commits, version = memory.store.local_commits, await memory.store.data_version()
+    assert await dispatch_due(agent) == {"claimed": 0, "delivered": 0, "digests": 0,
+                                         "failures": 0}
+    assert memory.store.local_commits == commits
+    assert await memory.store.data_version() == version
+
+
 async def test_one_digest_per_thread_per_due_window(agent: Any, memory: Any) -> None:
     await make_active(memory)
     await make_active(memory, "thread-2")

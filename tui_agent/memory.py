@@ -14,6 +14,7 @@ from tui_agent.notifications.inbox import InboxMixin
 from tui_agent.notifications.records import NotificationRecord
 from tui_agent.settings import current_settings
 from tui_agent.state.lanes import StateLanesMixin
+from tui_agent.store.changes import ChangeFeed
 from tui_agent.store.contract import NotificationCursor, Store
 from tui_agent.store.records import MessageIn, MessageRecord, ThreadRecord
 from tui_agent.store.url import open_store
@@ -135,6 +136,13 @@ class Memory(StateLanesMixin, InboxMixin):
         or another: compare it with the last one to know whether to read again. Reads no
         table (the store's ``data_version`` and its own commit count)."""
         return await self.store.data_version(), self.store.local_commits
+
+    @property
+    def changes(self) -> ChangeFeed:
+        """The store's one shared poller: ``with memory.changes.watch() as watch: await
+        watch.wait()`` wakes on any commit, by this process or another, without a poll loop of
+        one's own (tests/test_change_feed.py)."""
+        return ChangeFeed.of(self.store)
 
     async def notification_changes(
         self, after: NotificationCursor | None = None, limit: int = 500

@@ -1,17 +1,20 @@
 """subscribe_to_thread: a cursor on a thread's event log.
 
-In this process, appends wake the subscriber at once; appends by other processes are noticed by
-polling SQLite's ``data_version`` (no table read unless something changed). A subscriber that
-joins mid-run starts at that run's ``start`` event; finished runs are not replayed.
+In this process, appends wake the subscriber at once (the store's listeners); commits by other
+processes are noticed by the store's one shared poller (:class:`~tui_agent.store.changes.
+ChangeFeed`, one per store object however many subscribe), after which each subscriber reads only
+its own thread past its cursor. A subscriber that joins mid-run starts at that run's ``start``
+event; finished runs are not replayed.
 
 It lives above the agent: ``abort()`` finds a run of this process through the agent's
 :class:`~tui_agent.agent.runtime.ThreadRuntime`. Tested by tests/test_signals_routing.py and
-tests/test_run_end.py.
+tests/test_run_end.py; the shared poller by tests/test_change_feed.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -19,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 from tui_agent.errors import ConfigError
 from tui_agent.events import END_TYPES, START
 from tui_agent.signals.data import parse_target
+from tui_agent.store.changes import ChangeFeed, ChangeWatch
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
 
-POLL_S = 0.01  # cross-process: how often data_version is checked
 REAP_EVERY_S = 1.0  # how often a dead owner's lease is looked for while a run seems live
 
 
@@ -39,7 +42,8 @@ class ThreadSubscription:
         self._cursor = cursor
         self._active_run_id = active_run_id
         self._closed = False
-        self._wake = self._store.add_listener(thread_id)
+        self._wake = self._store.add_listener(thread_id)  # set by this process's appends
+        self._changes: ChangeWatch | None = None  # sets it on other processes' commits
         self.stream: AsyncIterator[dict[str, Any]] = self._events()
 
     def active_run_id(self) -> str | None:
@@ -58,10 +62,13 @@ class ThreadSubscription:
         """End this subscriber's stream (the run goes on)."""
         self._closed = True
         self._wake.set()
+        if self._changes is not None:
+            self._changes.close()  # the stream may never be read again: stop the poller now
 
     async def _events(self) -> AsyncIterator[dict[str, Any]]:
+        # Taken before the first read: a commit after it wakes this subscriber.
+        self._changes = ChangeFeed.of(self._store).watch(self._wake, local=False)
         try:
-            last_version = await self._store.data_version()
             last_reap = time.monotonic()
             while not self._closed:
                 self._wake.clear()
@@ -74,26 +81,20 @@ class ThreadSubscription:
                         return
                 if events:
                     continue
-                last_version = await self._wait(last_version)
+                await self._wait()
                 if self._active_run_id and time.monotonic() - last_reap > REAP_EVERY_S:
                     last_reap = time.monotonic()
                     await self._store.reap_expired_lease(self.thread_id)
         finally:
+            self._changes.close()
             self._store.remove_listener(self.thread_id, self._wake)
 
-    async def _wait(self, last_version: int) -> int:
-        """Until this process appends, another process commits, or unsubscribe()."""
-        while not self._closed:
-            try:
-                await asyncio.wait_for(self._wake.wait(), POLL_S)
-                return last_version
-            except TimeoutError:
-                version = await self._store.data_version()
-                if version != last_version:
-                    return version
-                if self._active_run_id:
-                    return version  # let the caller look for a dead owner now and then
-        return last_version
+    async def _wait(self) -> None:
+        """Until this process appends, another process commits, or unsubscribe(); while a run
+        seems live, at most ``REAP_EVERY_S`` (the caller looks for a dead owner)."""
+        timeout = REAP_EVERY_S if self._active_run_id else None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout)
 
     def _track(self, event: dict[str, Any]) -> None:
         if event["type"] == START:

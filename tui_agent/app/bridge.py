@@ -5,7 +5,10 @@ loads the newest history from memory, folds both into the pane's ``Transcript`` 
 ``ThreadFeed.Changed`` to the pane (at most one waiting at a time: a burst of events costs the
 UI one message). Sending, aborting, detaching and paging older history go through it too, so
 widgets never call the core themselves. Everything here runs on the app's event loop without
-blocking it: store I/O is aiosqlite's thread, the model's work is the core's tasks.
+blocking it: store I/O is aiosqlite's thread, the model's work is the core's tasks. Nothing
+here polls on a timer: the signals waiting for a live run are re-read only after a commit (the
+store's one shared poller, ``Memory.changes``), at most once per ``WAITING_GAP_S``
+(tests/app/test_pane_controls.py, tests/app/test_change_wakes.py).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from tui_agent.events import DATA_SIGNAL, DATA_USER_MESSAGE, END_TYPES, START
 
 FIRST_PAGE = 20  # messages mounted when a pane opens: a screenful, so a pane paints fast
 HISTORY_PAGE = 50  # messages paged in per step scrolled back (or until the view can scroll)
-WAITING_POLL_S = 0.5  # how often, while a run is live, signals waiting for it are read
+WAITING_GAP_S = 0.5  # the least time between two reads of the signals waiting for a live run
 
 
 @dataclass
@@ -80,7 +83,9 @@ class ThreadFeed:
         self._target = target
         self._sub: Any = None
         self._pump: asyncio.Task[None] | None = None
-        self._poller: asyncio.Task[None] | None = None
+        self._waiting: asyncio.Task[None] | None = None
+        # Set by a commit anywhere, and by each event read (a run this pane just learnt of).
+        self._waiting_wake = asyncio.Event()
         self._posted = False
         self._paging = asyncio.Lock()  # one page at a time: each starts where the last ended
 
@@ -101,7 +106,7 @@ class ThreadFeed:
         self.attached = True
         loop = asyncio.get_running_loop()
         self._pump = loop.create_task(self._read(), name="pane feed")
-        self._poller = loop.create_task(self._poll_waiting(), name="pane waiting signals")
+        self._waiting = loop.create_task(self._follow_waiting(), name="pane waiting signals")
         self._changed()
 
     async def _read_title(self) -> None:
@@ -113,6 +118,7 @@ class ThreadFeed:
             async for event in self._sub.stream:
                 self.transcript.apply(event)
                 self._taken(event)
+                self._waiting_wake.set()
                 self._state_event(event)
                 if event.get("type") == START and not self.title:
                     await self._read_title()  # the thread may have been created since
@@ -128,15 +134,22 @@ class ThreadFeed:
             self._target.post_message(self.Failed(self, _one_line(error)))
         finally:
             self.attached = False
+            if self._waiting is not None:
+                self._waiting.cancel()  # detached: nothing to follow (and the poller may stop)
             self._changed()
 
-    async def _poll_waiting(self) -> None:
+    async def _follow_waiting(self) -> None:
         """Signals sent into a live run wait for its next step boundary (seconds, with a slow
-        model): show them as waiting until the run takes them, whoever sent them."""
-        while self.attached:
-            if self.active_run_id() is not None or self.waiting:
-                await self.refresh_waiting()
-            await asyncio.sleep(WAITING_POLL_S)
+        model): show them as waiting until the run takes them, whoever sent them. Only a commit
+        (here or in another process: the store's shared poller) can change them, so they are
+        read after one, while a run is live or some wait, at most once per ``WAITING_GAP_S``."""
+        self._waiting_wake.set()  # those waiting already
+        with self.agent.memory.changes.watch(self._waiting_wake) as changes:
+            while self.attached:
+                await changes.wait()
+                if self.active_run_id() is not None or self.waiting:
+                    await self.refresh_waiting()
+                    await asyncio.sleep(WAITING_GAP_S)
 
     def _state_event(self, event: dict[str, Any]) -> None:
         """A state lane changed: tell the pane (its state panel re-reads the lanes)."""
@@ -179,7 +192,7 @@ class ThreadFeed:
 
     async def close(self) -> None:
         self.detach()
-        for task in (self._pump, self._poller):
+        for task in (self._pump, self._waiting):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

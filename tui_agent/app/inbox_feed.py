@@ -7,13 +7,16 @@ them current. Guarantees:
 - **First paint, then all**: the newest ``FIRST_PAGE`` records are read first and posted, then
   every record (``Memory.notification_changes``, which builds records a slice at a time so the
   event loop keeps running).
-- **Live within a second**: every ``POLL_S`` it compares ``Memory.change_marker()`` (no table
-  read) and, only when something was committed by any process, reads the records changed since
-  its cursor. A record created, merged, delivered, summarised, failed or given a status
-  anywhere is in ``records`` within ``POLL_S`` plus one read. The read starts ``RACE_MARGIN_S``
-  before the cursor, so a writer that took its timestamp before another's commit is not missed,
-  and the cursor never passes this process's clock, so a change stamped ahead of it (another
-  clock, a test's) does not hide the changes after it.
+- **Live within a second**: it holds a watch on the store's one shared poller
+  (``Memory.changes``, no loop of its own) and, only when something was committed by any
+  process, reads the records changed since its cursor — at most once per ``POLL_S``, so a burst
+  of commits costs one read per ``POLL_S``. A record created, merged, delivered, summarised,
+  failed or given a status anywhere is in ``records`` within the poller's interval (at most
+  ``tui_agent.store.changes.IDLE_S``) plus ``POLL_S`` plus one read; a failed read is retried
+  after ``RETRY_S``. The read starts ``RACE_MARGIN_S`` before the cursor, so a writer that
+  took its timestamp before another's commit is not missed, and the cursor never passes this
+  process's clock, so a change stamped ahead of it (another clock, a test's) does not hide the
+  changes after it.
 - **Cheap for the UI**: ``Changed`` is posted at most once until ``acknowledge()`` (a burst of
   changes costs one message); ``version`` counts the changes.
 - **Urgent toasts**: ``Urgent`` is posted for each urgent record created or merged (its count
@@ -33,7 +36,7 @@ from textual.message_pump import MessagePump
 from tui_agent.errors import TuiAgentError
 from tui_agent.notifications.records import NotificationRecord
 
-POLL_S = 0.25  # how often the store's change marker is compared
+POLL_S = 0.25  # the least time between two reads of what changed
 FIRST_PAGE = 200  # records read before the first paint
 LOAD_LIMIT = 1_000_000  # the full read (a bound, not a page size)
 PAGE = 500  # records per read while polling
@@ -83,19 +86,23 @@ class InboxFeed:
 
     async def run(self) -> None:
         """Read everything, then follow the changes until cancelled."""
-        while not self.loaded:
-            try:
-                await self._load()
-            except Exception as error:  # the store is unreadable (locked, gone): say so, retry
-                self._target.post_message(self.Failed(_one_line(error)))
-                await asyncio.sleep(RETRY_S)
-        while True:
-            await asyncio.sleep(self.poll_s)
-            try:
-                await self.poll()
-            except Exception as error:
-                self._target.post_message(self.Failed(_one_line(error)))
-                await asyncio.sleep(RETRY_S)
+        # Taken before the first read: whatever is committed after it wakes the feed.
+        with self.memory.changes.watch() as changes:
+            while not self.loaded:
+                try:
+                    await self._load()
+                except Exception as error:  # the store is unreadable (locked, gone): say so, retry
+                    self._target.post_message(self.Failed(_one_line(error)))
+                    await asyncio.sleep(RETRY_S)
+            while True:
+                await changes.wait()
+                try:
+                    await self.poll()
+                except Exception as error:
+                    self._target.post_message(self.Failed(_one_line(error)))
+                    await asyncio.sleep(RETRY_S)
+                    changes.event.set()  # read again after the pause, change or not
+                await asyncio.sleep(self.poll_s)  # commits meanwhile wake the next read at once
 
     async def _load(self) -> None:
         self._marker = await self.memory.change_marker()
@@ -113,7 +120,6 @@ class InboxFeed:
         marker = await self.memory.change_marker()
         if marker == self._marker:
             return False
-        self._marker = marker
         started = time.time()
         cursor = (self._since - RACE_MARGIN_S, -1)
         fresh: list[NotificationRecord] = []
@@ -123,6 +129,7 @@ class InboxFeed:
             if len(page) < PAGE:
                 break
         self._since = max(self._since, min(cursor[0], started))
+        self._marker = marker  # only now: a read that failed is tried again
         urgent = [r for r in fresh if self._is_urgent_news(r)]
         if self._merge(fresh):
             self._changed()

@@ -4,6 +4,8 @@ It runs as an asyncio task in every process that uses an agent with memory. Seve
 one store at once: each pass first *claims* the due records in one store transaction
 (``claimed_by``, ``claim_expires_at``), and every outcome is written only where its claim stands,
 so no record is delivered twice. A claim left by a process that died expires.
+A pass with nothing due only reads: it takes no write lock and commits nothing, so idle
+processes do not wake each other's change pollers (tests/test_dispatcher.py).
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ async def dispatch_due(
     token = claimant or f"dispatch:{os.getpid()}:{new_id()}"
     report = {"claimed": 0, "delivered": 0, "digests": 0, "failures": 0}
     records = await _claim(store, token, at)
+    if not records:
+        return report  # an idle pass only read: nothing to release, nothing committed
     report["claimed"] = len(records)
     by_thread: dict[str, list[NotificationRecord]] = defaultdict(list)
     for rec in records:

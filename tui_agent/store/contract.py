@@ -337,7 +337,8 @@ class Store(Protocol):
         claimed (or whose claim expired at ``now``) whose digest is due at ``due_at``, or whose
         delivery is due at ``due_at`` and is not held for an idle thread (a record summarised or
         awaiting a digest waits until no live lease is on its thread). Each record is claimed
-        by one caller only, however many dispatchers run."""
+        by one caller only, however many dispatchers run. With nothing due, nothing is written
+        (an idle dispatcher pass commits nothing, so it wakes no change poller)."""
         ...
 
     async def pending_notification_counts(self, thread_id: str) -> list[tuple[str, str, int]]:

@@ -54,11 +54,9 @@ _MERGE_UPDATE_SQL = (
 )
 # As SQLite's: a summarised (or digest-awaiting) record with ``deliver_at`` waits for its thread
 # to be idle (no live lease). The rows are locked SKIP LOCKED: concurrent dispatchers split them.
-_CLAIM_DUE_SQL = f"""
-UPDATE notifications SET claimed_by=$1, claim_expires_at=$2
-WHERE id IN (
-  SELECT n.id FROM notifications n
-  WHERE n.status='pending' AND (n.claimed_by IS NULL OR n.claim_expires_at<$4)
+# $3: when it is due (the dispatcher's clock); $4: now (claims and leases live by it).
+_DUE = """
+  n.status='pending' AND (n.claimed_by IS NULL OR n.claim_expires_at<$4)
     AND (
       (n.summary_at IS NOT NULL AND n.summary_at<=$3)
       OR (n.deliver_at IS NOT NULL AND n.deliver_at<=$3 AND (
@@ -66,11 +64,21 @@ WHERE id IN (
             OR NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=n.thread_id
                            AND l.expires_at>$4)))
     )
+"""
+
+_CLAIM_DUE_SQL = f"""
+UPDATE notifications SET claimed_by=$1, claim_expires_at=$2
+WHERE id IN (
+  SELECT n.id FROM notifications n WHERE {_DUE}
   ORDER BY n.created_at, n.rownum LIMIT $5
   FOR UPDATE OF n SKIP LOCKED
 )
 RETURNING rownum, {", ".join(COLUMNS)}
 """
+
+# Asked first, as a read: an idle dispatcher pass opens no write transaction.
+_DUE_AS_READ = _DUE.replace("$3", "$1").replace("$4", "$2")  # its only parameters
+_ANY_DUE_SQL = f"SELECT 1 FROM notifications n WHERE {_DUE_AS_READ} LIMIT 1"
 
 
 def _lane(row: Sequence[Any]) -> StateLane:
@@ -292,6 +300,8 @@ class PostgresInbox:
     async def claim_due_notifications(
         self, token: str, *, due_at: float, now: float, expires_at: float, limit: int
     ) -> list[NotificationRecord]:
+        if await self.fetchone(_ANY_DUE_SQL, due_at, now) is None:
+            return []  # nothing due: no write transaction, no commit
         async with self.transaction() as conn:
             rows = await conn.fetch(_CLAIM_DUE_SQL, token, expires_at, due_at, now, limit)
         ordered = sorted(rows, key=lambda row: (row["created_at"], row["rownum"]))

@@ -86,11 +86,10 @@ _MERGE_UPDATE_SQL = (
 )
 # A record that was summarised (or is waiting for its digest) and has ``deliver_at`` waits for
 # its thread to be idle: "a summary now, the full notification once idle". A live lease = active.
-_CLAIM_DUE_SQL = f"""
-UPDATE notifications SET claimed_by=:token, claim_expires_at=:expires
-WHERE id IN (
-  SELECT n.id FROM notifications n
-  WHERE n.status='pending' AND (n.claimed_by IS NULL OR n.claim_expires_at<:real_now)
+# A record that was summarised (or is waiting for its digest) and has ``deliver_at`` waits for
+# its thread to be idle: "a summary now, the full notification once idle". A live lease = active.
+_DUE = """
+  n.status='pending' AND (n.claimed_by IS NULL OR n.claim_expires_at<:real_now)
     AND (
       (n.summary_at IS NOT NULL AND n.summary_at<=:now)
       OR (n.deliver_at IS NOT NULL AND n.deliver_at<=:now AND (
@@ -98,10 +97,20 @@ WHERE id IN (
             OR NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=n.thread_id
                            AND l.expires_at>:real_now)))
     )
+"""
+
+_CLAIM_DUE_SQL = f"""
+UPDATE notifications SET claimed_by=:token, claim_expires_at=:expires
+WHERE id IN (
+  SELECT n.id FROM notifications n WHERE {_DUE}
   ORDER BY n.created_at LIMIT :limit
 )
 RETURNING {", ".join(COLUMNS)}
 """
+
+# Asked first, as a read: an idle pass takes no write lock and commits nothing (a commit every
+# second would wake every process's change poller and every watcher of "any commit").
+_ANY_DUE_SQL = f"SELECT 1 FROM notifications n WHERE {_DUE} LIMIT 1"
 
 
 class SqliteNotifications:
@@ -225,6 +234,8 @@ class SqliteNotifications:
     async def claim_due_notifications(
         self, token: str, *, due_at: float, now: float, expires_at: float, limit: int
     ) -> list[NotificationRecord]:
+        if await self.fetchone(_ANY_DUE_SQL, {"now": due_at, "real_now": now}) is None:
+            return []  # nothing due: no write transaction, no commit
         params = {"token": token, "expires": expires_at, "now": due_at, "real_now": now,
                   "limit": limit}
         async with self.transaction() as db:
