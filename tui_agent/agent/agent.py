@@ -179,8 +179,9 @@ class Agent:
         context = options.request_context
         self._validate_request_context(context)
         model = await self._resolve_model(context)
-        system = await resolve_instructions(self.instructions, context)
-        tools = await self._resolve_tools(context)
+        instructions = self.instructions if options.instructions is None else options.instructions
+        system = await resolve_instructions(instructions, context)
+        tools = await self._resolve_tools(context, options.tools_override)
         specs = [tool.spec(name) for name, tool in tools.items()]
         return RunPlan(model, system, tools, specs, options, input_messages)
 
@@ -197,8 +198,11 @@ class Agent:
             model.check_ready()
         return model
 
-    async def _resolve_tools(self, context: RequestContext) -> dict[str, Tool]:
-        tools = self.tools
+    async def _resolve_tools(
+        self, context: RequestContext, override: Any = None
+    ) -> dict[str, Tool]:
+        """The agent's tools (or the call's ``tools_override``), subagents and workflows."""
+        tools = self.tools if override is None else override
         if callable(tools):
             tools = _check_tools(await maybe_await(tools(context)))
         tools = dict(tools)
@@ -322,7 +326,9 @@ class Agent:
     def send_signal(self, signal: Any, **target: Any) -> SignalReceipt:
         return send(self, signal, kind="signal", **target)
 
-    async def subscribe_to_thread(self, *, resource_id: str, thread_id: str) -> ThreadSubscription:
+    async def subscribe_to_thread(
+        self, *, thread_id: str, resource_id: str | None = None
+    ) -> ThreadSubscription:
         return await subscribe(self, resource_id=resource_id, thread_id=thread_id)
 
     async def send_state_signal(self, signal: Any, **target: Any) -> Any:
