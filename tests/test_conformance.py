@@ -13,7 +13,7 @@ import pytest
 from helpers.common import AgentFactory
 
 from tui_agent import Agent, Memory, SqliteStore, create_tool
-from tui_agent.errors import ConfigError
+from tui_agent.errors import ConfigError, SignalError
 from tui_agent.testing import ScriptedModel
 
 R, T = "res-1", "thread-1"
@@ -190,3 +190,148 @@ async def test_subscribe_to_thread_without_resource_id(
             break
     sub.unsubscribe()
     assert seen[0] == "start" and "text-delta" in seen
+
+
+# -- notifications ---------------------------------------------------------------------------
+
+NOTE = {"source": "github", "kind": "ci", "summary": "CI failed", "priority": "medium"}
+
+
+@pytest.mark.parametrize("if_idle", [{"behavior": "persist"}, {"attributes": {"a": "b"}}])
+async def test_notification_if_idle_takes_only_stream_options(
+    agents: AgentFactory, store: SqliteStore, if_idle: dict[str, Any]
+) -> None:
+    """The reference's notification ifIdle has streamOptions only: the rest is refused, not
+    dropped in silence (the delivery policy decides what happens)."""
+    agent = memory_agent(agents, store, ScriptedModel(["x"]))
+    with pytest.raises(SignalError, match="stream_options"):
+        await agent.send_notification_signal(NOTE, resource_id=R, thread_id=T, if_idle=if_idle)
+    assert await agent.memory.list_notifications(thread_id=T) == []
+
+
+async def test_notification_if_idle_stream_options_reach_the_woken_run(
+    agents: AgentFactory, store: SqliteStore
+) -> None:
+    model = ScriptedModel(["x"])
+    agent = memory_agent(agents, store, model)
+    result = await agent.send_notification_signal(
+        NOTE, resource_id=R, thread_id=T,
+        if_idle={"stream_options": {"instructions": "Woken by a notification."}},
+    )
+    await result["accepted"]["output"].consume_stream()
+    assert system_texts(model) == ["Woken by a notification."]
+
+
+async def test_send_notification_signal_starts_the_dispatcher(
+    agents: AgentFactory, store: SqliteStore
+) -> None:
+    """A process that only takes in notifications still sends a deferred delivery when due."""
+    from datetime import UTC, datetime, timedelta
+
+    called = asyncio.Event()
+
+    def reply(messages: list[dict[str, Any]], tools: Any) -> str:
+        called.set()
+        return "seen"
+
+    defer = {"action": "defer", "deliver_at": datetime.now(UTC) + timedelta(milliseconds=50)}
+    agent = memory_agent(
+        agents, store, ScriptedModel(handler=reply),
+        notifications={"dispatch_interval_s": 0.05, "delivery_policy": {"default": defer}},
+    )
+    result = await agent.send_notification_signal(NOTE, resource_id=R, thread_id=T)
+    assert result["decision"].action == "defer"
+    await asyncio.wait_for(called.wait(), GUARD_S)
+    await agent.wait_for_local_runs()
+
+
+@pytest.mark.parametrize("style", ["ctx-key", "ctx-attribute"])
+async def test_decide_takes_the_references_one_argument_form(
+    agents: AgentFactory, store: SqliteStore, style: str
+) -> None:
+    seen: list[Any] = []
+
+    def decide(ctx: Any) -> Any:
+        record = ctx["record"] if style == "ctx-key" else ctx.record
+        seen.append((record.priority, ctx["thread_state"]))
+        return {"action": "persist"} if record.priority == "medium" else None
+
+    agent = memory_agent(
+        agents, store, ScriptedModel(["x"]), notifications={"delivery_policy": {"decide": decide}}
+    )
+    result = await agent.send_notification_signal(NOTE, resource_id=R, thread_id=T)
+    assert result["decision"].action == "persist"
+    assert seen == [("medium", "idle")]
+
+
+async def test_decide_keeps_api_mds_two_argument_form(
+    agents: AgentFactory, store: SqliteStore
+) -> None:
+    def decide(record: Any, thread_state: str) -> Any:
+        return {"action": "discard"} if thread_state == "idle" else None
+
+    agent = memory_agent(
+        agents, store, ScriptedModel(["x"]), notifications={"delivery_policy": {"decide": decide}}
+    )
+    result = await agent.send_notification_signal(NOTE, resource_id=R, thread_id=T)
+    assert result["decision"].action == "discard"
+
+
+# -- a finished run's run_id -----------------------------------------------------------------
+
+
+async def test_send_to_a_finished_runs_id_routes_by_its_thread(
+    agents: AgentFactory, store: SqliteStore
+) -> None:
+    """As the reference: the run id names the thread; that thread is idle now, so the send
+    wakes a new run there (or persists/discards, as if_idle says)."""
+    model = ScriptedModel(["first", "second"])
+    agent = memory_agent(agents, store, model)
+    first = await agent.generate("one", memory={"resource": R, "thread": T})
+    receipt = agent.send_message("two", run_id=first.run_id)
+    accepted = await asyncio.wait_for(receipt.accepted, GUARD_S)
+    assert accepted["action"] == "wake" and accepted["run_id"] != first.run_id
+    result = await accepted["output"].result()
+    assert result.text == "second" and result.thread_id == T
+    assert [m["content"] for m in model.requests[1].messages if m["role"] == "user"] == [
+        "one", "two"
+    ]
+    persisted = agent.send_message("three", run_id=first.run_id, if_idle={"behavior": "persist"})
+    assert (await asyncio.wait_for(persisted.accepted, GUARD_S)) == {"action": "persist"}
+
+
+async def test_send_to_a_finished_memoryless_run_is_an_error(agents: AgentFactory) -> None:
+    agent = agents(model=ScriptedModel(["x"]))
+    result = await agent.generate("hi")
+    with pytest.raises(SignalError, match="no live run"):
+        agent.send_message("late", run_id=result.run_id)
+
+
+# -- tool hooks ------------------------------------------------------------------------------
+
+
+async def test_a_before_tool_call_hook_that_raises_is_a_tool_error_for_the_model(
+    agents: AgentFactory,
+) -> None:
+    """Like a tool that raises: the tool does not run, the model gets the error as the call's
+    result, after_tool_call sees it, and the run goes on."""
+    ran: list[Any] = []
+    after: list[Any] = []
+    tool = create_tool(
+        id="echo", description="e", input_schema={"type": "object"},
+        execute=lambda tool_input: ran.append(tool_input),
+    )
+
+    def before(ctx: dict[str, Any]) -> None:
+        raise PermissionError("not today")
+
+    model = ScriptedModel([{"tool_calls": [{"name": "echo", "args": {}}]}, "recovered"])
+    agent = agents(
+        model=model, tools={"echo": tool},
+        hooks={"before_tool_call": before, "after_tool_call": lambda ctx: after.append(ctx)},
+    )
+    result = await agent.generate("go")
+    assert result.text == "recovered" and ran == []
+    assert result.tool_results[0].is_error
+    assert "PermissionError: not today" in result.tool_results[0].result["error"]
+    assert isinstance(after[0]["error"], PermissionError) and after[0]["output"] is None

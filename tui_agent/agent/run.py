@@ -434,10 +434,14 @@ class Run:
         before = hooks.get("before_tool_call")
         output: Any = None
         error: BaseException | None = None
-        decision = await maybe_await(before(hook_input)) if before else None
+        decision = None
+        try:
+            decision = await maybe_await(before(hook_input)) if before else None
+        except Exception as raised:  # as a tool that raises: the tool does not run, the model
+            error = raised  # gets the error as the call's result, the run goes on
         if isinstance(decision, dict) and decision.get("proceed") is False:
             output = decision.get("output")
-        else:
+        elif error is None:
             try:
                 output = await tool.run(tool_input, context)
             except Exception as raised:  # a tool's failure is the model's business, not a crash
