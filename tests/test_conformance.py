@@ -13,7 +13,7 @@ import pytest
 from helpers.common import AgentFactory
 
 from tui_agent import Agent, Memory, SqliteStore, create_tool
-from tui_agent.errors import ConfigError, SignalError
+from tui_agent.errors import ConfigError, ProcessorError, SignalError
 from tui_agent.testing import ScriptedModel
 
 R, T = "res-1", "thread-1"
@@ -335,3 +335,135 @@ async def test_a_before_tool_call_hook_that_raises_is_a_tool_error_for_the_model
     assert result.tool_results[0].is_error
     assert "PermissionError: not today" in result.tool_results[0].result["error"]
     assert isinstance(after[0]["error"], PermissionError) and after[0]["output"] is None
+
+
+# -- request-context forms of the constructor options ----------------------------------------
+
+
+class Upper:
+    """An output processor that upper-cases a step's final text."""
+
+    id = "upper"
+
+    def process_output_result(self, text: str, ctx: Any) -> str:
+        return text.upper()
+
+
+class CountCalls:
+    """A function of the request context, sync or async, that counts its calls."""
+
+    def __init__(self, value: Any, *, is_async: bool = False) -> None:
+        self.value = value
+        self.calls: list[Any] = []
+        self.is_async = is_async
+
+    def __call__(self, ctx: Any) -> Any:
+        self.calls.append(dict(ctx))
+        if not self.is_async:
+            return self.value(ctx) if callable(self.value) else self.value
+
+        async def later() -> Any:
+            return self.value(ctx) if callable(self.value) else self.value
+
+        return later()
+
+
+TWO_STEPS = [{"tool_calls": [{"name": "echo", "args": {"text": "x"}}]}, "done"]
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_processors_from_the_request_context_resolve_once_per_run(
+    agents: AgentFactory, is_async: bool
+) -> None:
+    seen_inputs: list[int] = []
+
+    class Count:
+        id = "count"
+
+        def process_input(self, messages: list[Any], ctx: Any) -> None:
+            seen_inputs.append(len(messages))
+
+    inputs = CountCalls(lambda ctx: [Count()] if ctx.get("on") else [], is_async=is_async)
+    outputs = CountCalls(lambda ctx: [Upper()] if ctx.get("on") else [], is_async=is_async)
+    agent = agents(
+        model=ScriptedModel([*TWO_STEPS, *TWO_STEPS]), tools={"echo": echo_tool()},
+        input_processors=inputs, output_processors=outputs,
+    )
+    result = await agent.generate("hi", request_context={"on": True})
+    assert result.text == "DONE" and len(seen_inputs) == 2  # two steps, one resolution
+    assert len(inputs.calls) == 1 and len(outputs.calls) == 1
+    assert (await agent.generate("hi", request_context={"on": False})).text == "done"
+
+
+@pytest.mark.parametrize(
+    ("option", "bad"),
+    [
+        ("metadata", ["not", "a dict"]),
+        ("agents", ["not", "a dict"]),
+        ("workflows", "nope"),
+        ("default_options", {"max_steps": 0}),
+        ("memory", "not a memory"),
+        ("scorers", 42),
+        ("input_processors", "nope"),
+        ("output_processors", [object()]),
+    ],
+)
+async def test_a_function_returning_the_wrong_type_is_a_clear_error(
+    agents: AgentFactory, option: str, bad: Any
+) -> None:
+    model = ScriptedModel(["x"])
+    agent = agents(model=model, **{option: CountCalls(bad)})
+    with pytest.raises((ConfigError, ProcessorError), match=option) as info:
+        await agent.generate("hi")
+    assert "function of the request context" in str(info.value)
+    assert model.requests == []
+
+
+async def test_metadata_agents_workflows_from_the_request_context(agents: AgentFactory) -> None:
+    sub = agents(name="sub", model=ScriptedModel(["from sub"]))
+    model = ScriptedModel(["x"])
+    agent = agents(
+        model=model,
+        metadata=CountCalls(lambda ctx: {"tier": ctx["tier"]}, is_async=True),
+        agents=CountCalls(lambda ctx: {"helper": sub}),
+        workflows=CountCalls(lambda ctx: {"flow": lambda data: data}, is_async=True),
+    )
+    await agent.generate("hi", request_context={"tier": "pro"})
+    assert set(tool_names(model)) == {"agent-helper", "workflow-flow"}
+    assert await agent.resolve_metadata({"tier": "pro"}) == {"tier": "pro"}
+    assert len(agent.metadata.calls) == 2  # once for the run, once asked
+
+
+async def test_default_options_from_the_request_context(agents: AgentFactory) -> None:
+    model = ScriptedModel(["x", "y"])
+    defaults = CountCalls(lambda ctx: {"model_settings": {"temperature": ctx.get("t", 1.0)}})
+    agent = agents(model=model, default_options=defaults)
+    await agent.generate("hi", request_context={"t": 0.2})
+    await agent.generate("hi", request_context={"t": 0.2}, model_settings={"temperature": 0.9})
+    assert model.requests[0].settings == {"temperature": 0.2}
+    assert model.requests[1].settings == {"temperature": 0.9}  # the call's own option wins
+
+
+async def test_scorers_from_the_request_context(agents: AgentFactory) -> None:
+    scorers = CountCalls(lambda ctx: {"length": lambda run: len(run["output"]) * ctx["k"]})
+    agent = agents(model=ScriptedModel(["four"]), scorers=scorers)
+    result = await agent.generate("hi", request_context={"k": 10})
+    assert result.scores == {"length": 40}
+
+
+async def test_memory_from_the_request_context(
+    agents: AgentFactory, stores: Any, tmp_path: Any
+) -> None:
+    by_tenant = {"a": Memory(store=stores(tmp_path / "a.db")),
+                 "b": Memory(store=stores(tmp_path / "b.db"))}
+    agent = agents(model=ScriptedModel(["one", "two"]),
+                   memory=CountCalls(lambda ctx: by_tenant[ctx["tenant"]], is_async=True))
+    await agent.generate("for a", memory={"resource": R, "thread": T},
+                         request_context={"tenant": "a"})
+    await agent.generate("for b", memory={"resource": R, "thread": T},
+                         request_context={"tenant": "b"})
+    a = [m.content for m in await by_tenant["a"].recall(T)]
+    b = [m.content for m in await by_tenant["b"].recall(T)]
+    assert a == ["for a", "one"] and b == ["for b", "two"]
+    with pytest.raises(ConfigError, match="request context"):
+        agent.send_message("x", resource_id=R, thread_id=T)

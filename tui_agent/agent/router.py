@@ -86,7 +86,8 @@ def send(
     active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)
     idle = _DEFAULT_IDLE if if_idle is None else parse_if_idle(if_idle)
     if idle.stream_options:  # fail now (without any, the agent's own were checked when built)
-        parse_run_options(idle.stream_options, agent.default_options, agent.hooks)
+        defaults = agent.default_options if isinstance(agent.default_options, dict) else {}
+        parse_run_options(idle.stream_options, defaults, agent.hooks)
     if agent.memory is None:
         return _send_in_process(agent, signal, target, active, kind == "queue")
     loop = asyncio.get_running_loop()

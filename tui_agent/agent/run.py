@@ -89,6 +89,12 @@ class RunPlan:
     tool_specs: list[dict[str, Any]]
     options: RunOptions
     input_messages: list[dict[str, Any]] = field(default_factory=list)
+    # The agent's options that may be functions of the request context, resolved for this run.
+    memory: Memory | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    input_processors: list[Any] = field(default_factory=list)
+    output_processors: list[Any] = field(default_factory=list)
+    scorers: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +122,8 @@ class Run:
         self.output = output
         self.run_id = output.run_id
         self.abort_event = asyncio.Event()
-        self.memory: Memory | None = deps.memory if self.options.memory else None
+        memory = plan.memory if plan.memory is not None else deps.memory
+        self.memory: Memory | None = memory if self.options.memory else None
         target = self.options.memory
         self.thread_id = target.thread_id if target else None
         self.resource_id = target.resource_id if target else None
