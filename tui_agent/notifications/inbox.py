@@ -15,7 +15,6 @@ from typing import Any
 
 from tui_agent.errors import ConfigError, SignalError, StoreError
 from tui_agent.notifications import delivery
-from tui_agent.notifications.dispatcher import ensure_dispatcher
 from tui_agent.notifications.policy import (
     PRIORITIES,
     PRIORITY_RANK,
@@ -301,7 +300,9 @@ async def send_notification_signal(
     store = memory.store
     # Deferred deliveries and timed digests go out even in a process that only takes in
     # notifications (no subscriber, no run of its own).
-    ensure_dispatcher(agent)
+    runtime = getattr(agent, "runtime", None)  # an Agent's ThreadRuntime starts it
+    if runtime is not None:
+        runtime.ensure_dispatcher()
     resource, thread = await _resolve_target(store, run_id, resource_id, thread_id)
     policy = agent_config(agent).delivery_policy
     state = await _thread_state(store, thread)
