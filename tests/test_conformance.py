@@ -467,3 +467,87 @@ async def test_memory_from_the_request_context(
     assert a == ["for a", "one"] and b == ["for b", "two"]
     with pytest.raises(ConfigError, match="request context"):
         agent.send_message("x", resource_id=R, thread_id=T)
+
+
+# -- hooks["transform"]: the tool payload transform policy ------------------------------------
+
+
+def secret_tool(transform: Any = None) -> Any:
+    return create_tool(
+        id="lookup", description="Look a customer up",
+        input_schema={"type": "object", "properties": {"id": {"type": "string"},
+                                                        "secret": {"type": "string"}}},
+        execute=lambda tool_input: {"name": "Acme", "api_key": "sk-live-123"},
+        transform=transform,
+    )
+
+
+def redact(ctx: dict[str, Any]) -> Any:
+    if ctx["phase"] == "input-available":
+        return {"id": ctx["input"]["id"]}
+    return {"name": ctx["output"]["name"], "target": ctx["target"]}
+
+
+LOOKUP = [{"tool_calls": [{"name": "lookup", "args": {"id": "c1", "secret": "raw"}}]}, "done"]
+
+
+async def test_transform_changes_what_the_stream_and_the_transcript_get_not_the_model(
+    agents: AgentFactory, store: SqliteStore
+) -> None:
+    model = ScriptedModel(LOOKUP)
+    agent = memory_agent(agents, store, model, tools={"lookup": secret_tool()},
+                         hooks={"transform": redact})
+    output = await agent.stream("who?", memory={"resource": R, "thread": T})
+    chunks = [chunk async for chunk in output]
+    result = await output.result()
+    call = next(c for c in chunks if c["type"] == "tool-call")["payload"]
+    shown = next(c for c in chunks if c["type"] == "tool-result")["payload"]
+    assert call["args"] == {"id": "c1"}
+    assert shown["result"] == {"name": "Acme", "target": "display"}
+    # The model (and the caller's result) got the real payload.
+    tool_message = next(m for m in model.requests[1].messages if m["role"] == "tool")
+    assert "sk-live-123" in tool_message["content"]
+    assert "raw" in str(model.requests[1].messages)
+    assert result.tool_results[0].result["api_key"] == "sk-live-123"
+    # The store keeps the transcript form only.
+    stored = await agent.memory.recall(T, last_messages=10)
+    assert "sk-live-123" not in str([(m.content, m.metadata) for m in stored])
+    assert "raw" not in str([m.metadata for m in stored])
+    events = await store.read_events(T, 0)
+    assert "sk-live-123" not in str(events) and '"raw"' not in str(events)
+
+
+async def test_transform_targets_and_the_tools_own_policy_wins(agents: AgentFactory) -> None:
+    def agent_level(ctx: dict[str, Any]) -> Any:
+        return "agent-level"
+
+    only_display = {"targets": ["display"], "transform_tool_payload": redact}
+    model = ScriptedModel(LOOKUP)
+    agent = agents(model=model, tools={"lookup": secret_tool(only_display)},
+                   hooks={"transform": agent_level})
+    output = await agent.stream("who?")
+    chunks = [chunk async for chunk in output]
+    shown = next(c for c in chunks if c["type"] == "tool-result")["payload"]
+    assert shown["result"] == {"name": "Acme", "target": "display"}
+
+
+async def test_a_calls_transform_replaces_the_agents(agents: AgentFactory) -> None:
+    model = ScriptedModel(LOOKUP)
+    agent = agents(model=model, tools={"lookup": secret_tool()},
+                   hooks={"transform": lambda ctx: "from the agent"})
+    output = await agent.stream("who?", hooks={"transform": lambda ctx: "from the call"})
+    chunks = [chunk async for chunk in output]
+    assert next(c for c in chunks if c["type"] == "tool-call")["payload"]["args"] == (
+        "from the call"
+    )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [42, {"targets": ["screen"], "transform_tool_payload": redact}, {"targets": ["display"]}],
+)
+def test_a_bad_transform_policy_is_refused(bad: Any) -> None:
+    with pytest.raises(ConfigError, match="transform"):
+        Agent(name="a", instructions="x", model=ScriptedModel(["x"]), hooks={"transform": bad})
+    with pytest.raises(ConfigError, match="transform"):
+        secret_tool(bad)

@@ -10,7 +10,7 @@ from tui_agent._util import as_dict
 from tui_agent.agent.instructions import FORMS, check_instructions
 from tui_agent.context import RequestContext
 from tui_agent.errors import ConfigError
-from tui_agent.tools import Tool
+from tui_agent.tools import Tool, parse_transform
 
 KNOWN_OPTIONS = {
     "memory",
@@ -24,7 +24,7 @@ KNOWN_OPTIONS = {
     "instructions",
     "tools_override",
 }
-HOOK_NAMES = {"before_tool_call", "after_tool_call"}
+HOOK_NAMES = {"before_tool_call", "after_tool_call", "transform"}
 TOOL_CHOICES = {"auto", "none", "required"}
 
 
@@ -109,10 +109,13 @@ def parse_hooks(hooks: Any) -> dict[str, Any]:
     unknown = set(hooks) - HOOK_NAMES
     if unknown:
         raise ConfigError(f"unknown hook(s) {sorted(unknown)}; known: {sorted(HOOK_NAMES)}")
-    for name, fn in hooks.items():
-        if fn is not None and not callable(fn):
+    parsed = {name: fn for name, fn in hooks.items() if fn is not None}
+    if "transform" in parsed:  # a policy: a function or {"targets", "transform_tool_payload"}
+        parsed["transform"] = parse_transform(parsed["transform"], "hooks['transform']")
+    for name, fn in parsed.items():
+        if name != "transform" and not callable(fn):
             raise ConfigError(f"hook {name!r} must be a function")
-    return {name: fn for name, fn in hooks.items() if fn is not None}
+    return parsed
 
 
 def _instructions(value: Any) -> Any:

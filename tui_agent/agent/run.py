@@ -52,7 +52,14 @@ from tui_agent.events import (
 )
 from tui_agent.models.base import ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
 from tui_agent.store.records import EventIn, MessageIn
-from tui_agent.tools import Tool, ToolContext, ToolInputError
+from tui_agent.tools import (
+    INPUT_PHASE,
+    OUTPUT_PHASE,
+    Tool,
+    ToolContext,
+    ToolInputError,
+    TransformPolicy,
+)
 
 if TYPE_CHECKING:
     from tui_agent.agent.options import RunOptions
@@ -137,6 +144,9 @@ class Run:
         self.local_signals: list[dict[str, Any]] = []  # memoryless runs only
         self.accepting_signals = True
         self._finished = False  # the run's end is written and its finish chunk emitted
+        #: Transcript forms of tool payloads (hooks["transform"]), by ("in"|"out", call id),
+        #: until the step's messages are stored.
+        self._transcript: dict[tuple[str, str], Any] = {}
         self._tool_context = ToolContext(
             agent=deps.agent,
             run_id=self.run_id,
@@ -395,7 +405,7 @@ class Run:
                 end = event
         tool_calls = [self._tool_call(index, c) for index, c in sorted(calls.items())]
         for call in tool_calls:
-            self.emit(TOOL_CALL, call.model_dump())
+            self.emit(TOOL_CALL, await self._shown_call(call))
         finish = "tool-calls" if tool_calls else end.finish_reason
         return _StepOutcome("".join(text), tool_calls, finish, end.usage or Usage())
 
@@ -417,8 +427,44 @@ class Run:
 
     async def _run_tool(self, call: ToolCall) -> ToolResult:
         result = await self._execute_tool(call)
-        self.emit(TOOL_RESULT, result.model_dump())
+        self.emit(TOOL_RESULT, await self._shown_result(call, result))
         return result
+
+    # -- hooks["transform"]: what the stream shows and the transcript keeps of a tool payload --
+
+    def _transform_policy(self, tool_name: str) -> TransformPolicy | None:
+        tool = self.plan.tools.get(tool_name)
+        if tool is not None and tool.transform is not None:
+            return tool.transform  # the tool's own wins over the agent's / the call's
+        return self.options.hooks.get("transform")
+
+    async def _shown_call(self, call: ToolCall) -> dict[str, Any]:
+        """The ``tool-call`` chunk's payload (display form); keeps the transcript form."""
+        payload = call.model_dump()
+        policy = self._transform_policy(call.tool_name)
+        if policy is None:
+            return payload
+        context = {"tool_name": call.tool_name, "tool_call_id": call.tool_call_id,
+                   "input": call.args}
+        payload["args"] = await policy.apply("display", INPUT_PHASE, context, call.args)
+        self._transcript[("in", call.tool_call_id)] = await policy.apply(
+            "transcript", INPUT_PHASE, context, call.args
+        )
+        return payload
+
+    async def _shown_result(self, call: ToolCall, result: ToolResult) -> dict[str, Any]:
+        """The ``tool-result`` chunk's payload (display form); keeps the transcript form."""
+        payload = result.model_dump()
+        policy = self._transform_policy(call.tool_name)
+        if policy is None or result.is_error:
+            return payload
+        context = {"tool_name": call.tool_name, "tool_call_id": call.tool_call_id,
+                   "input": call.args, "output": result.result}
+        payload["result"] = await policy.apply("display", OUTPUT_PHASE, context, result.result)
+        self._transcript[("out", call.tool_call_id)] = await policy.apply(
+            "transcript", OUTPUT_PHASE, context, result.result
+        )
+        return payload
 
     async def _execute_tool(self, call: ToolCall) -> ToolResult:
         tool = self.plan.tools.get(call.tool_name)
@@ -481,12 +527,10 @@ class Run:
         message: dict[str, Any] = {"role": "assistant", "content": outcome.text or None}
         metadata: dict[str, Any] = {}
         if outcome.calls:
-            message["tool_calls"] = metadata["tool_calls"] = [
-                {
-                    "id": c.tool_call_id,
-                    "type": "function",
-                    "function": {"name": c.tool_name, "arguments": _arguments_text(c.args)},
-                }
+            message["tool_calls"] = [_call_entry(c, c.args) for c in outcome.calls]
+            # What the store keeps: each call's transcript form (hooks["transform"]).
+            metadata["tool_calls"] = [
+                _call_entry(c, self._transcript.pop(("in", c.tool_call_id), c.args))
                 for c in outcome.calls
             ]
         self.messages.append(message)
@@ -494,13 +538,16 @@ class Run:
         return MessageIn("assistant", outcome.text, self.run_id, metadata=metadata)
 
     def _tool_message(self, result: ToolResult) -> MessageIn:
-        content = _tool_result_text(result)
         self.messages.append(
-            {"role": "tool", "tool_call_id": result.tool_call_id, "content": content}
+            {"role": "tool", "tool_call_id": result.tool_call_id,
+             "content": _tool_result_text(result)}
         )
+        kept = self._transcript.pop(("out", result.tool_call_id), result.result)
+        if kept is not result.result:  # the transcript form (hooks["transform"])
+            result = result.model_copy(update={"result": kept})
         return MessageIn(
             "tool",
-            content,
+            _tool_result_text(result),
             self.run_id,
             metadata={
                 "tool_call_id": result.tool_call_id,
@@ -731,6 +778,15 @@ def _tool_result_text(result: ToolResult) -> str:
         return f"Error: {result.result['error']}"
     value = result.result
     return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _call_entry(call: ToolCall, args: Any) -> dict[str, Any]:
+    """An OpenAI-style tool call entry of an assistant message."""
+    return {
+        "id": call.tool_call_id,
+        "type": "function",
+        "function": {"name": call.tool_name, "arguments": _arguments_text(args)},
+    }
 
 
 def _arguments_text(args: Any) -> str:
