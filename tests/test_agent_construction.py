@@ -61,9 +61,6 @@ def test_id_defaults_to_name_and_every_argument_is_kept(tmp_path: Path) -> None:
     hooks = {"before_tool_call": lambda call: None}
     scorer = {"len": lambda run: len(run["output"])}
 
-    def voice() -> None:
-        return None
-
     full = Agent(
         id="helper-1",
         name="Helper",
@@ -84,12 +81,12 @@ def test_id_defaults_to_name_and_every_argument_is_kept(tmp_path: Path) -> None:
         editor=False,
         scorers=scorer,
         notifications={"delivery_policy": {"default": "persist"}},
-        voice=voice,
+        voice=None,  # anything else is refused: tests/test_conformance.py
     )
     assert (full.id, full.name, full.description) == ("helper-1", "Helper", "Answers briefly")
     assert full.metadata == {"team": "core"}
     assert full.tools == tools and full.agents == {"sub": sub}
-    assert full.memory is memory and full.voice is voice
+    assert full.memory is memory
     assert full.max_processor_retries == 1 and full.editor is False
     assert list(full.scorers) == ["len"]
     assert agent().id == "helper", "id defaults to name"

@@ -551,3 +551,26 @@ def test_a_bad_transform_policy_is_refused(bad: Any) -> None:
         Agent(name="a", instructions="x", model=ScriptedModel(["x"]), hooks={"transform": bad})
     with pytest.raises(ConfigError, match="transform"):
         secret_tool(bad)
+
+
+# -- refused: voice, mastra, the legacy variants ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        ("voice", "voice is not supported"),
+        ("mastra", "not applicable"),
+        ("default_generate_options_legacy", "legacy"),
+        ("default_stream_options_legacy", "legacy"),
+    ],
+)
+def test_options_the_code_does_not_implement_are_refused(option: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        Agent(name="a", instructions="x", model=ScriptedModel(["x"]), **{option: object()})
+
+
+@pytest.mark.parametrize("method", ["generate_legacy", "stream_legacy"])
+async def test_the_legacy_methods_are_refused(agents: AgentFactory, method: str) -> None:
+    with pytest.raises(ConfigError, match="legacy"):
+        await getattr(agents(model=ScriptedModel(["x"])), method)("hi")

@@ -61,7 +61,16 @@ class Agent:
         scorers: Mapping[str, Any] | Callable[..., Any] | None = None,
         notifications: dict[str, Any] | None = None,
         voice: Any = None,
+        mastra: Any = None,
+        default_generate_options_legacy: Any = None,
+        default_stream_options_legacy: Any = None,
     ) -> None:
+        _refuse_unsupported(
+            voice=voice,
+            mastra=mastra,
+            default_generate_options_legacy=default_generate_options_legacy,
+            default_stream_options_legacy=default_stream_options_legacy,
+        )
         if not isinstance(name, str) or not name:
             raise ConfigError("Agent needs a name (a non-empty string)")
         self.name = name
@@ -94,7 +103,7 @@ class Agent:
         self._parsed_notifications: tuple[Any, NotificationsConfig] | None = None
         if notifications is not None:  # a bad config fails now, not at the first notification
             self._parsed_notifications = (notifications, parse_notifications_config(notifications))
-        self.voice = voice
+        self.voice = None  # not supported: anything else was refused above
         self.runtime = self._new_runtime(PROCESS_OWNER)  # runs, tasks, lease owner, dispatcher
 
     def __repr__(self) -> str:
@@ -142,6 +151,14 @@ class Agent:
         output = await self.stream(messages, **options)
         await output.consume_stream()
         return await output.result()
+
+    async def generate_legacy(self, *args: Any, **kwargs: Any) -> Any:
+        """Not applicable: see :data:`_NOT_APPLICABLE`."""
+        raise ConfigError(_NOT_APPLICABLE["generate_legacy"])
+
+    async def stream_legacy(self, *args: Any, **kwargs: Any) -> Any:
+        """Not applicable: see :data:`_NOT_APPLICABLE`."""
+        raise ConfigError(_NOT_APPLICABLE["stream_legacy"])
 
     async def stream(self, messages: Any, **options: Any) -> AgentOutput:
         """Start a run; the returned output streams its chunks and gives its result."""
@@ -453,6 +470,37 @@ def _check_tools(tools: Any) -> Any:
         if not isinstance(tool, Tool):
             raise ConfigError(f"tools[{name!r}] is not a tool: build it with create_tool(...)")
     return dict(tools)
+
+
+_LEGACY = (
+    "{} belongs to Mastra's legacy generate/stream over its old AI SDK, which tui_agent does "
+    "not have: use {} (see the README's Choices)"
+)
+#: Options and methods of the reference that are refused with these reasons (README: Choices).
+_NOT_APPLICABLE = {
+    "voice": (
+        "voice is not supported: tui_agent has no speech adapter (speak/listen); pass "
+        "voice=None or leave it out (see the README's Choices)"
+    ),
+    "mastra": (
+        "mastra is not applicable: it is the Mastra runtime instance that Mastra injects; "
+        "tui_agent has no such runtime (see the README's Choices)"
+    ),
+    "default_generate_options_legacy": _LEGACY.format(
+        "default_generate_options_legacy", "default_options="
+    ),
+    "default_stream_options_legacy": _LEGACY.format(
+        "default_stream_options_legacy", "default_options="
+    ),
+    "generate_legacy": _LEGACY.format("generate_legacy()", "generate()"),
+    "stream_legacy": _LEGACY.format("stream_legacy()", "stream()"),
+}
+
+
+def _refuse_unsupported(**given: Any) -> None:
+    for name, value in given.items():
+        if value is not None:
+            raise ConfigError(_NOT_APPLICABLE[name])
 
 
 def _static_or_fn(value: Any, check: Callable[[Any], Any]) -> Any:
