@@ -574,3 +574,48 @@ def test_options_the_code_does_not_implement_are_refused(option: str, says: str)
 async def test_the_legacy_methods_are_refused(agents: AgentFactory, method: str) -> None:
     with pytest.raises(ConfigError, match="legacy"):
         await getattr(agents(model=ScriptedModel(["x"])), method)("hi")
+
+
+# -- the editor: overrides stored per agent ---------------------------------------------------
+
+
+async def test_stored_editor_overrides_apply_to_every_later_run(
+    agents: AgentFactory, store: SqliteStore
+) -> None:
+    model = ScriptedModel(["a", "b", "c"])
+    agent = memory_agent(agents, store, model, tools={"echo": echo_tool(), "other": echo_tool("o")})
+    stored = await agent.save_editor_overrides({
+        "id": "hijack", "name": "x", "model": "openai/other",  # code-owned: dropped
+        "instructions": ["Edited.", {"role": "system", "content": "Also this."}],
+        "tools": {"echo": {"description": "Edited description"}, "other": None},
+    })
+    assert set(stored) == {"instructions", "tools"}
+    await agent.generate("hi")
+    assert system_texts(model, 0) == ["Edited.", "Also this."]
+    specs = {t["function"]["name"]: t["function"]["description"] for t in model.requests[0].tools}
+    assert specs == {"echo": "Edited description"}
+    assert agent.id == "conform" and agent.tools["echo"].description == "Tool echo"
+    # Another Agent object with the same id on the same store sees them too (e.g. the app).
+    again = memory_agent(agents, store, ScriptedModel(["z"]))
+    assert await again.editor_overrides() == stored
+    await agent.clear_editor_overrides()
+    await agent.generate("hi")
+    assert system_texts(model, 1) == ["Be brief."]
+
+
+async def test_stored_overrides_follow_the_editor_permission(
+    agents: AgentFactory, store: SqliteStore
+) -> None:
+    model = ScriptedModel(["a"])
+    locked = memory_agent(agents, store, model, editor=False)
+    with pytest.raises(ConfigError, match="locked"):
+        await locked.save_editor_overrides({"instructions": "x"})
+    only_descriptions = memory_agent(
+        agents, store, model, editor={"tools": {"description": True}}, tools={"echo": echo_tool()}
+    )
+    with pytest.raises(ConfigError, match="does not allow editing instructions"):
+        await only_descriptions.save_editor_overrides({"instructions": "x"})
+    with pytest.raises(ConfigError, match="cannot be stored"):
+        await memory_agent(agents, store, model).save_editor_overrides(
+            {"tools": {"new": echo_tool("new")}}
+        )

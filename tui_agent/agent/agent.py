@@ -214,9 +214,14 @@ class Agent:
                 "memory option given but the agent has no memory: Agent(memory=Memory(...))"
             )
         model = await self._resolve_model(context)
-        instructions = self.instructions if options.instructions is None else options.instructions
+        edits = await self._stored_overrides(memory)  # the editor's, stored per agent
+        instructions = edits.get("instructions", self.instructions)
+        if options.instructions is not None:  # the call's own wins
+            instructions = options.instructions
         system = await resolve_instructions(instructions, context)
         tools = await self._resolve_tools(context, options.tools_override)
+        if "tools" in edits and options.tools_override is None:
+            tools = _with_stored_tool_edits(tools, edits["tools"])
         specs = [tool.spec(name) for name, tool in tools.items()]
         plan = RunPlan(model, system, tools, specs, options, input_messages)
         plan.memory = memory
@@ -336,12 +341,11 @@ class Agent:
     # -- editor -------------------------------------------------------------------------------
 
     def apply_editor_overrides(self, overrides: dict[str, Any]) -> Agent:
-        """A copy of this agent with an editor's overrides, within what ``editor`` allows."""
+        """A copy of this agent with an editor's overrides, within what ``editor`` allows.
+        ``id``, ``name`` and ``model`` are code-owned: dropped, as the reference does."""
         from copy import copy
 
-        forbidden = {"id", "name", "model"} & set(overrides)
-        if forbidden:
-            raise ConfigError(f"an editor can never override {sorted(forbidden)}")
+        overrides = _without_code_owned(overrides)
         unknown = set(overrides) - set(_EDITOR_FIELDS)
         if unknown:
             raise ConfigError(f"unknown editor override(s) {sorted(unknown)}")
@@ -357,6 +361,46 @@ class Agent:
         if "tools" in overrides:
             edited.tools = _edit_tools(self, allowed.get("tools", False), overrides["tools"])
         return edited
+
+    async def save_editor_overrides(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """Store an editor's overrides for this agent (by ``id``) in its memory's store,
+        replacing what was stored; every later run applies them. Storable: ``instructions``
+        (strings or system messages) and ``tools`` as ``{name: {"description": ...}}`` or
+        ``{name: None}`` (remove), within what ``editor=`` allows. ``id``, ``name`` and
+        ``model`` are dropped (code-owned). Returns what was stored."""
+        stored = _storable_overrides(self, _without_code_owned(overrides))
+        await self._overrides_store().set_agent_overrides(self.id, stored)
+        return stored
+
+    async def editor_overrides(self) -> dict[str, Any]:
+        """The editor's overrides stored for this agent ({} when none)."""
+        return await self._overrides_store().get_agent_overrides(self.id) or {}
+
+    async def clear_editor_overrides(self) -> None:
+        await self._overrides_store().set_agent_overrides(self.id, None)
+
+    def _overrides_store(self) -> Any:
+        if self.memory is None:
+            raise ConfigError(
+                "stored editor overrides live in the memory's store: Agent(memory=Memory(...))"
+            )
+        return self.memory.store
+
+    async def _stored_overrides(self, memory: Any) -> dict[str, Any]:
+        """What is stored for this agent, narrowed to what ``editor=`` allows now."""
+        if memory is None or self.editor is False:
+            return {}
+        stored = await memory.store.get_agent_overrides(self.id) or {}
+        allowed: dict[str, Any] = {}
+        if "instructions" in stored and self.editor.get("instructions", False):
+            allowed["instructions"] = stored["instructions"]
+        tools_allowed = self.editor.get("tools", False)
+        if "tools" in stored and tools_allowed:
+            full = tools_allowed is True
+            allowed["tools"] = {
+                name: change for name, change in stored["tools"].items() if full or change
+            }
+        return allowed
 
     # -- signals, subscriptions, state, notifications -----------------------------------------
 
@@ -610,6 +654,56 @@ def _check_editor(editor: Any) -> Any:
             "editor must be False or {'instructions': bool, 'tools': bool | {'description': bool}}"
         )
     return editor
+
+
+_CODE_OWNED = ("id", "name", "model")
+
+
+def _without_code_owned(overrides: Any) -> dict[str, Any]:
+    """An editor's overrides without the code-owned fields (the reference drops them)."""
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(f"editor overrides must be a dict, not {type(overrides).__name__}")
+    return {key: value for key, value in overrides.items() if key not in _CODE_OWNED}
+
+
+def _storable_overrides(agent: Agent, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Checks what ``save_editor_overrides`` may store: the permission, then the forms (plain
+    data only — a stored override cannot hold code)."""
+    agent.apply_editor_overrides(overrides)  # the permission and the forms, as for a copy
+    stored: dict[str, Any] = {}
+    if "instructions" in overrides:
+        instructions = overrides["instructions"]
+        if callable(instructions):
+            raise ConfigError("stored instructions must be text or system messages, not code")
+        stored["instructions"] = instructions
+    if "tools" in overrides:
+        tools: dict[str, Any] = {}
+        for name, change in dict(overrides["tools"]).items():
+            if isinstance(change, Tool):
+                raise ConfigError(
+                    f"tool override {name!r}: a Tool is code and cannot be stored; store "
+                    "{'description': ...} or None, or use apply_editor_overrides()"
+                )
+            tools[name] = None if change is None else {"description": change["description"]}
+        stored["tools"] = tools
+    json_round_trip(stored)  # plain JSON, or a clear error now
+    return stored
+
+
+def _with_stored_tool_edits(tools: dict[str, Tool], edits: dict[str, Any]) -> dict[str, Tool]:
+    """A run's tools with the stored descriptions and removals (a tool the code no longer has
+    is skipped: code wins)."""
+    from dataclasses import replace
+
+    edited = dict(tools)
+    for name, change in edits.items():
+        if name not in edited:
+            continue
+        if change is None:
+            del edited[name]
+        else:
+            edited[name] = replace(edited[name], description=change["description"])
+    return edited
 
 
 def _edit_tools(agent: Agent, allowed: Any, changes: Any) -> dict[str, Tool]:
