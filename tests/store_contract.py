@@ -432,3 +432,15 @@ class StoreContract:
         await save(store, notification(status="discarded"), 900.0)
         counts = sorted(await store.pending_notification_counts(T))
         assert counts == [("github", "high", 2), ("slack", "low", 1)]
+
+    # -- editor overrides (issue 12) ------------------------------------------------------------
+
+    async def test_agent_overrides_are_stored_replaced_and_removed(self, store: Store) -> None:
+        assert await store.get_agent_overrides("a") is None
+        await store.set_agent_overrides("a", {"instructions": "one"})
+        await store.set_agent_overrides("a", {"tools": {"echo": {"description": "two"}}})
+        await store.set_agent_overrides("b", {"instructions": "other agent"})
+        assert await store.get_agent_overrides("a") == {"tools": {"echo": {"description": "two"}}}
+        await store.set_agent_overrides("a", None)
+        assert await store.get_agent_overrides("a") is None
+        assert await store.get_agent_overrides("b") == {"instructions": "other agent"}
