@@ -170,10 +170,13 @@ async def test_active_run_id_is_the_live_run_before_the_stream_is_read(
     assert sub.active_run_id() is None
     output = await live_run(agent, gate)
     assert sub.active_run_id() == output.run_id  # nobody has read sub.stream yet
+    late = await agent.subscribe_to_thread(resource_id=R, thread_id=T)  # joins mid-run
+    assert late.active_run_id() == output.run_id
     gate.gate.set()
     await output.consume_stream()
-    assert sub.active_run_id() is None
+    assert sub.active_run_id() is None and late.active_run_id() is None  # still unread
     sub.unsubscribe()
+    late.unsubscribe()
 
 
 async def test_subscribe_to_thread_without_resource_id(

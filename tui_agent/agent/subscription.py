@@ -35,6 +35,7 @@ class ThreadSubscription:
         thread_id: str,
         cursor: int,
         active_run_id: str | None,
+        ours: bool = False,
     ) -> None:
         assert agent.memory is not None
         self.agent = agent
@@ -43,6 +44,8 @@ class ThreadSubscription:
         self._store = agent.memory.store
         self._cursor = cursor
         self._active_run_id = active_run_id
+        #: Runs known to be this agent's in this process: their end is known without reading.
+        self._ours: set[str] = {active_run_id} if ours and active_run_id else set()
         self._closed = False
         self._wake = self._store.add_listener(thread_id)
         self.stream: AsyncIterator[dict[str, Any]] = self._events()
@@ -52,8 +55,12 @@ class ThreadSubscription:
         else the run live as of the last event this subscriber read (another process's)."""
         local = self.agent.runtime.run_on(self.thread_id)
         if local is not None and not local.output.done():
+            self._ours.add(local.run_id)
             return local.run_id
-        return self._active_run_id
+        tracked = self._active_run_id
+        if tracked in self._ours:
+            return None  # ours, and no longer live here: it ended (its end not read yet)
+        return tracked
 
     def abort(self) -> bool:
         """Abort the thread's live run, in whichever process it runs. True if one was."""
@@ -133,6 +140,7 @@ async def subscribe(
     else:
         cursor = await store.last_event_seq(thread_id)
     agent.runtime.ensure_dispatcher()
+    ours = active is not None and active.owner == agent.runtime.owner
     return ThreadSubscription(
-        agent, resource_id, thread_id, cursor, active.run_id if active else None
+        agent, resource_id, thread_id, cursor, active.run_id if active else None, ours=ours
     )
