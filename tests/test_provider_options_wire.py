@@ -92,3 +92,16 @@ async def test_gemini_gets_its_request_options_and_nothing_of_the_others(
     assert not {
         "cache_control", "cacheControl", "reasoning_effort", "reasoningEffort", "provider_options",
     } & keys_anywhere(body)
+
+
+@pytest.mark.parametrize("route", ["litellm", "auto"])
+async def test_a_messages_provider_options_are_shaped_the_same_way(
+    openai_server: FakeOpenAIServer, route: str
+) -> None:
+    message = {"role": "user", "content": "hi", "provider_options": OPTIONS}
+    plain = Agent(name="wire", instructions="Plain.", model={"id": "openai/gpt-5-mini",
+                                                             "route": route})
+    await plain.generate([message])
+    (body,) = openai_server.requests
+    assert body["reasoning_effort"] == "low"
+    assert body["messages"][-1] == {"role": "user", "content": "hi"}

@@ -495,7 +495,11 @@ def _input_messages(messages: Any) -> list[dict[str, Any]]:
             role = message.get("role", "user")
             if role not in ("user", "assistant", "system"):
                 raise ConfigError(f"messages[{index}]: role {role!r} is not user/assistant/system")
-            result.append({"role": role, "content": message["content"]})
+            entry = {"role": role, "content": message["content"]}
+            options = message.get("provider_options", message.get("providerOptions"))
+            if options:  # shaped per provider by the model (models/request_options.py)
+                entry["provider_options"] = as_dict(options, f"messages[{index}].provider_options")
+            result.append(entry)
         else:
             raise ConfigError(f"messages[{index}] must be a string or {{'role', 'content'}}")
     return result
