@@ -259,6 +259,16 @@ class StoreContract:
         active = await store.active_run(T)
         assert active is not None and active.run_id == queued.run_id
 
+    async def test_a_queued_signal_honours_if_active_persist_and_discard(
+        self, store: Store
+    ) -> None:
+        await self._route(store, "now")
+        kept = await self._route(store, "kept", queue=True, if_active="persist")
+        gone = await self._route(store, "gone", queue=True, if_active="discard")
+        assert (kept.action, gone.action) == ("persist", "discard")
+        assert [w["status"] for w in await store.waiting_signals(T)] == ["pending"]
+        assert "kept" in [m.content for m in await store.list_messages(T)]
+
     async def test_a_forced_end_keeps_pending_signals_as_history(self, store: Store) -> None:
         run = await self._route(store, "unread")
         outcome = await store.finish_run(T, R, run.run_id, owner=OWNER, status="aborted",
@@ -432,3 +442,15 @@ class StoreContract:
         await save(store, notification(status="discarded"), 900.0)
         counts = sorted(await store.pending_notification_counts(T))
         assert counts == [("github", "high", 2), ("slack", "low", 1)]
+
+    # -- editor overrides (issue 12) ------------------------------------------------------------
+
+    async def test_agent_overrides_are_stored_replaced_and_removed(self, store: Store) -> None:
+        assert await store.get_agent_overrides("a") is None
+        await store.set_agent_overrides("a", {"instructions": "one"})
+        await store.set_agent_overrides("a", {"tools": {"echo": {"description": "two"}}})
+        await store.set_agent_overrides("b", {"instructions": "other agent"})
+        assert await store.get_agent_overrides("a") == {"tools": {"echo": {"description": "two"}}}
+        await store.set_agent_overrides("a", None)
+        assert await store.get_agent_overrides("a") is None
+        assert await store.get_agent_overrides("b") == {"instructions": "other agent"}

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from tui_agent._util import maybe_await
-from tui_agent.errors import ToolDefinitionError
+from tui_agent.errors import ConfigError, ToolDefinitionError
 
 _TOOL_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -46,6 +46,8 @@ class Tool:
     execute: Callable[..., Any]
     input_schema: type[BaseModel] | dict[str, Any] | None = None
     output_schema: type[BaseModel] | dict[str, Any] | None = None
+    #: This tool's payload transform policy (wins over the agent's ``hooks["transform"]``).
+    transform: Any = None
     _json_schema: dict[str, Any] = field(init=False, repr=False)
     _validator: Any = field(init=False, repr=False, default=None)
     _wants_context: bool = field(init=False, repr=False, default=True)
@@ -59,6 +61,7 @@ class Tool:
             raise ToolDefinitionError(f"tool {self.id!r}: execute must be a function")
         self._json_schema = _input_json_schema(self.id, self.input_schema)
         self._wants_context = _takes_two_arguments(self.execute)
+        self.transform = parse_transform(self.transform, f"tool {self.id!r}: transform")
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -114,15 +117,18 @@ def create_tool(
     input_schema: type[BaseModel] | dict[str, Any] | None = None,
     output_schema: type[BaseModel] | dict[str, Any] | None = None,
     execute: Callable[..., Any],
+    transform: Any = None,
 ) -> Tool:
     """A tool for ``Agent(tools={...})``. ``execute(input, context)`` may be sync or async; a
-    one-parameter function gets only ``input``."""
+    one-parameter function gets only ``input``. ``transform``: this tool's payload transform
+    policy (see :class:`TransformPolicy`)."""
     return Tool(
         id=id,
         description=description,
         execute=execute,
         input_schema=input_schema,
         output_schema=output_schema,
+        transform=transform,
     )
 
 
@@ -186,3 +192,66 @@ def _takes_two_arguments(fn: Callable[..., Any]) -> bool:
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     has_varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
     return has_varargs or len(positional) >= 2
+
+
+# -- the tool payload transform policy (hooks["transform"], create_tool(transform=)) ------
+# ``hooks["transform"]``: the reference's tool payload transform policy.
+#
+# As the reference describes it, the policy transforms a tool's payload *before the stream shows
+# it* (target ``"display"``: the ``tool-call`` / ``tool-result`` chunks, which subscribers and the
+# event log see too) *and before the user-visible stored messages get it* (target
+# ``"transcript"``: the assistant message's tool calls and the tool message kept in memory). The
+# model and the tool itself always get the real payload in the run; ``result.tool_calls`` /
+# ``result.tool_results`` stay real too. A later run's history comes from the stored transcript,
+# so it sees the transcript form.
+#
+# A policy is a function ``fn(ctx) -> payload | None`` (both targets), or ``{"targets":
+# ["display", "transcript"], "transform_tool_payload": fn}``. ``ctx`` has ``target``, ``phase``
+# (``"input-available"`` for the call's input, ``"output-available"`` for its result),
+# ``tool_name``, ``tool_call_id``, ``input`` and, for the output phase, ``output``; ``fn`` returns
+# the payload to show instead, or None to keep it. Sync or async. Given per agent
+# (``Agent(hooks={"transform": ...})``), per tool (``create_tool(transform=...)``: wins over the
+# agent's) and per call (``generate(hooks={"transform": ...})`` replaces the agent's, as for the
+# other hooks). Tested by tests/test_conformance.py.
+
+TARGETS = ("display", "transcript")
+INPUT_PHASE = "input-available"
+OUTPUT_PHASE = "output-available"
+
+
+@dataclass(frozen=True, slots=True)
+class TransformPolicy:
+    transform: Callable[[dict[str, Any]], Any]
+    targets: frozenset[str] = frozenset(TARGETS)
+
+    async def apply(self, target: str, phase: str, context: dict[str, Any], payload: Any) -> Any:
+        """``payload`` as ``target`` should get it in ``phase`` (unchanged when the policy does
+        not cover the target or returns None)."""
+        if target not in self.targets:
+            return payload
+        changed = await maybe_await(self.transform({**context, "target": target, "phase": phase}))
+        return payload if changed is None else changed
+
+
+def parse_transform(value: Any, where: str) -> TransformPolicy | None:
+    """A policy from a function or ``{"targets", "transform_tool_payload"}``; a clear error
+    naming ``where`` otherwise."""
+    if value is None or isinstance(value, TransformPolicy):
+        return value
+    if callable(value):
+        return TransformPolicy(value)
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{where} must be a function or {{'targets': [...], 'transform_tool_payload': fn}}, "
+            f"not {type(value).__name__}"
+        )
+    unknown = set(value) - {"targets", "transform_tool_payload", "transformToolPayload"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
+    fn = value.get("transform_tool_payload", value.get("transformToolPayload"))
+    if not callable(fn):
+        raise ConfigError(f"{where} needs 'transform_tool_payload': a function of the payload")
+    targets = value.get("targets", TARGETS)
+    if isinstance(targets, str) or not set(targets) <= set(TARGETS) or not targets:
+        raise ConfigError(f"{where}.targets must be a non-empty list of {list(TARGETS)}")
+    return TransformPolicy(fn, frozenset(targets))

@@ -27,7 +27,7 @@ from tui_agent.agent.run import Run, RunDeps, RunPlan
 from tui_agent.agent.runtime import PROCESS_OWNER, ThreadRuntime
 from tui_agent.agent.subscription import ThreadSubscription, subscribe
 from tui_agent.context import RequestContext
-from tui_agent.errors import ConfigError, RequestContextError, ThreadBusyError
+from tui_agent.errors import ConfigError, ProcessorError, RequestContextError, ThreadBusyError
 from tui_agent.models.resolve import resolve_model, validate_model_spec
 from tui_agent.notifications import inbox
 from tui_agent.notifications.policy import NotificationsConfig, parse_notifications_config
@@ -46,22 +46,31 @@ class Agent:
         model: Any,
         id: str | None = None,
         description: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | Callable[..., Any] | None = None,
         tools: Mapping[str, Tool] | Callable[..., Any] | None = None,
-        agents: Mapping[str, Agent] | None = None,
-        workflows: Mapping[str, Any] | None = None,
+        agents: Mapping[str, Agent] | Callable[..., Any] | None = None,
+        workflows: Mapping[str, Any] | Callable[..., Any] | None = None,
         memory: Any = None,
         hooks: dict[str, Any] | None = None,
-        default_options: dict[str, Any] | None = None,
-        input_processors: list[Any] | None = None,
-        output_processors: list[Any] | None = None,
+        default_options: dict[str, Any] | Callable[..., Any] | None = None,
+        input_processors: list[Any] | Callable[..., Any] | None = None,
+        output_processors: list[Any] | Callable[..., Any] | None = None,
         max_processor_retries: int | None = None,
         request_context_schema: Any = None,
         editor: bool | dict[str, Any] | None = None,
-        scorers: Mapping[str, Any] | None = None,
+        scorers: Mapping[str, Any] | Callable[..., Any] | None = None,
         notifications: dict[str, Any] | None = None,
         voice: Any = None,
+        mastra: Any = None,
+        default_generate_options_legacy: Any = None,
+        default_stream_options_legacy: Any = None,
     ) -> None:
+        _refuse_unsupported(
+            voice=voice,
+            mastra=mastra,
+            default_generate_options_legacy=default_generate_options_legacy,
+            default_stream_options_legacy=default_stream_options_legacy,
+        )
         if not isinstance(name, str) or not name:
             raise ConfigError("Agent needs a name (a non-empty string)")
         self.name = name
@@ -73,25 +82,28 @@ class Agent:
         validate_model_spec(model)
         self.model = model
         self.description = description
-        self.metadata = dict(metadata or {})
+        # Each option below may also be a function of the request context (sync or async), as
+        # in the reference: kept as given, resolved and checked once per run (_resolve_per_run).
+        self.metadata = _static_or_fn(metadata, _check_metadata)
         self.tools = _check_tools(tools)
-        self.agents = _check_agents(agents)
-        self.workflows = dict(workflows or {})
-        self.memory = _check_memory(memory)
+        self.agents = _static_or_fn(agents, _check_agents)
+        self.workflows = _static_or_fn(workflows, _check_workflows)
+        #: The memory, or None; ``memory_fn`` holds a memory given as a function instead.
+        self.memory_fn = memory if callable(memory) else None
+        self.memory = None if self.memory_fn else _check_memory(memory)
         self.hooks = parse_hooks(hooks)
-        self.default_options = as_dict(default_options, "default_options")
-        parse_run_options({}, self.default_options, {})  # bad defaults fail now, not per call
-        self.input_processors = check_processors(input_processors, "input_processors")
-        self.output_processors = check_processors(output_processors, "output_processors")
+        self.default_options = _static_or_fn(default_options, _check_default_options)
+        self.input_processors = _static_or_fn(input_processors, _input_processors)
+        self.output_processors = _static_or_fn(output_processors, _output_processors)
         self.max_processor_retries = 3 if max_processor_retries is None else max_processor_retries
         self.request_context_schema = _check_context_schema(request_context_schema)
         self.editor = _check_editor(editor)
-        self.scorers = dict(scorers or {})
+        self.scorers = _static_or_fn(scorers, _check_scorers)
         self.notifications = notifications
         self._parsed_notifications: tuple[Any, NotificationsConfig] | None = None
         if notifications is not None:  # a bad config fails now, not at the first notification
             self._parsed_notifications = (notifications, parse_notifications_config(notifications))
-        self.voice = voice
+        self.voice = None  # not supported: anything else was refused above
         self.runtime = self._new_runtime(PROCESS_OWNER)  # runs, tasks, lease owner, dispatcher
 
     def __repr__(self) -> str:
@@ -140,29 +152,49 @@ class Agent:
         await output.consume_stream()
         return await output.result()
 
+    async def generate_legacy(self, *args: Any, **kwargs: Any) -> Any:
+        """Not applicable: see :data:`_NOT_APPLICABLE`."""
+        raise ConfigError(_NOT_APPLICABLE["generate_legacy"])
+
+    async def stream_legacy(self, *args: Any, **kwargs: Any) -> Any:
+        """Not applicable: see :data:`_NOT_APPLICABLE`."""
+        raise ConfigError(_NOT_APPLICABLE["stream_legacy"])
+
     async def stream(self, messages: Any, **options: Any) -> AgentOutput:
         """Start a run; the returned output streams its chunks and gives its result."""
-        run_options = parse_run_options(options, self.default_options, self.hooks)
+        defaults = await self.resolve_default_options(options.get("request_context"))
+        run_options = parse_run_options(options, defaults, self.hooks)
         plan = await self._plan(run_options, _input_messages(messages))
         if run_options.memory is not None:
-            await self._take_thread(run_options)
+            await self._take_thread(run_options, plan.memory)
         return self.runtime.launch(plan)
 
-    async def _take_thread(self, options: RunOptions) -> None:
-        assert self.memory is not None and options.memory is not None
+    async def resolve_default_options(self, request_context: Any) -> dict[str, Any]:
+        """``default_options``, called with the request context when it is a function."""
+        return await _per_run(
+            self.default_options, RequestContext.coerce(request_context), _check_default_options
+        )
+
+    async def resolve_metadata(self, request_context: Any = None) -> dict[str, Any]:
+        """``metadata``, called with the request context when it is a function."""
+        context = RequestContext.coerce(request_context)
+        return await _per_run(self.metadata, context, _check_metadata)
+
+    async def _take_thread(self, options: RunOptions, memory: Any) -> None:
+        assert memory is not None and options.memory is not None
         target = options.memory
-        started = await self.memory.store.start_run(
+        started = await memory.store.start_run(
             target.thread_id,
             target.resource_id,
             options.run_id,
             owner=self.runtime.owner,
-            ttl_s=self.memory.lease_ttl_s,
+            ttl_s=memory.lease_ttl_s,
             agent_id=self.id,
             title=target.title,
             metadata=target.metadata,
         )
         if not started:
-            active = await self.memory.store.active_run(target.thread_id)
+            active = await memory.store.active_run(target.thread_id)
             raise ThreadBusyError(
                 f"thread {target.thread_id!r} already has a live run "
                 f"({active.run_id if active else 'finishing'}); use agent.send_message() to "
@@ -172,17 +204,32 @@ class Agent:
 
     async def _plan(self, options: RunOptions, input_messages: list[dict[str, Any]]) -> RunPlan:
         """Resolve everything a run needs; bad input raises here, before any model call."""
-        if options.memory is not None and self.memory is None:
+        context = options.request_context
+        self._validate_request_context(context)
+        memory = self.memory
+        if self.memory_fn is not None:
+            memory = await _per_run(self.memory_fn, context, _check_memory_result)
+        if options.memory is not None and memory is None:
             raise ConfigError(
                 "memory option given but the agent has no memory: Agent(memory=Memory(...))"
             )
-        context = options.request_context
-        self._validate_request_context(context)
         model = await self._resolve_model(context)
-        system = await resolve_instructions(self.instructions, context)
-        tools = await self._resolve_tools(context)
+        edits = await self._stored_overrides(memory)  # the editor's, stored per agent
+        instructions = edits.get("instructions", self.instructions)
+        if options.instructions is not None:  # the call's own wins
+            instructions = options.instructions
+        system = await resolve_instructions(instructions, context)
+        tools = await self._resolve_tools(context, options.tools_override)
+        if "tools" in edits and options.tools_override is None:
+            tools = _with_stored_tool_edits(tools, edits["tools"])
         specs = [tool.spec(name) for name, tool in tools.items()]
-        return RunPlan(model, system, tools, specs, options, input_messages)
+        plan = RunPlan(model, system, tools, specs, options, input_messages)
+        plan.memory = memory
+        plan.metadata = await _per_run(self.metadata, context, _check_metadata)
+        plan.input_processors = await _per_run(self.input_processors, context, _input_processors)
+        plan.output_processors = await _per_run(self.output_processors, context, _output_processors)
+        plan.scorers = await _per_run(self.scorers, context, _check_scorers)
+        return plan
 
     async def _resolve_model(self, context: RequestContext) -> Any:
         spec = self.model
@@ -197,14 +244,19 @@ class Agent:
             model.check_ready()
         return model
 
-    async def _resolve_tools(self, context: RequestContext) -> dict[str, Tool]:
-        tools = self.tools
+    async def _resolve_tools(
+        self, context: RequestContext, override: Any = None
+    ) -> dict[str, Tool]:
+        """The agent's tools (or the call's ``tools_override``), subagents and workflows."""
+        tools = self.tools if override is None else override
         if callable(tools):
             tools = _check_tools(await maybe_await(tools(context)))
         tools = dict(tools)
-        for key, agent in self.agents.items():
+        agents = await _per_run(self.agents, context, _check_agents)
+        for key, agent in agents.items():
             tools.setdefault(f"agent-{key}", _subagent_tool(key, agent))
-        for key, workflow in self.workflows.items():
+        workflows = await _per_run(self.workflows, context, _check_workflows)
+        for key, workflow in workflows.items():
             if callable(workflow):
                 tools.setdefault(f"workflow-{key}", _workflow_tool(key, workflow))
         return tools
@@ -239,17 +291,16 @@ class Agent:
     # -- processors and scorers (called by the run) -------------------------------------------
 
     async def _process_input(self, messages: list[Any], run: Run) -> list[Any]:
-        return await self._apply_processors(self.input_processors, "process_input", messages, run)
+        processors = run.plan.input_processors  # resolved for this run
+        return await self._apply_processors(processors, "process_input", messages, run)
 
     async def _process_output_chunk(self, text: str, run: Run) -> str:
-        return await self._apply_processors(
-            self.output_processors, "process_output_stream", text, run
-        )
+        processors = run.plan.output_processors
+        return await self._apply_processors(processors, "process_output_stream", text, run)
 
     async def _process_output(self, text: str, run: Run) -> str:
-        return await self._apply_processors(
-            self.output_processors, "process_output_result", text, run
-        )
+        processors = run.plan.output_processors
+        return await self._apply_processors(processors, "process_output_result", text, run)
 
     async def _apply_processors(
         self, processors: list[Any], method_name: str, value: Any, run: Run
@@ -270,11 +321,12 @@ class Agent:
 
     async def _score(self, run: Run, result: GenerateResult) -> dict[str, Any]:
         """Run the scorers on a finished run; results are stored on the run."""
-        if not self.scorers:
+        scorers = run.plan.scorers  # resolved for this run
+        if not scorers:
             return {}
         inputs = [m for m in run.messages if m.get("role") == "user"]
         scores: dict[str, Any] = {}
-        for name, scorer in self.scorers.items():
+        for name, scorer in scorers.items():
             fn = getattr(scorer, "score", scorer)
             try:
                 scores[name] = await maybe_await(
@@ -289,12 +341,11 @@ class Agent:
     # -- editor -------------------------------------------------------------------------------
 
     def apply_editor_overrides(self, overrides: dict[str, Any]) -> Agent:
-        """A copy of this agent with an editor's overrides, within what ``editor`` allows."""
+        """A copy of this agent with an editor's overrides, within what ``editor`` allows.
+        ``id``, ``name`` and ``model`` are code-owned: dropped, as the reference does."""
         from copy import copy
 
-        forbidden = {"id", "name", "model"} & set(overrides)
-        if forbidden:
-            raise ConfigError(f"an editor can never override {sorted(forbidden)}")
+        overrides = _without_code_owned(overrides)
         unknown = set(overrides) - set(_EDITOR_FIELDS)
         if unknown:
             raise ConfigError(f"unknown editor override(s) {sorted(unknown)}")
@@ -311,25 +362,83 @@ class Agent:
             edited.tools = _edit_tools(self, allowed.get("tools", False), overrides["tools"])
         return edited
 
+    async def save_editor_overrides(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """Store an editor's overrides for this agent (by ``id``) in its memory's store,
+        replacing what was stored; every later run applies them. Storable: ``instructions``
+        (strings or system messages) and ``tools`` as ``{name: {"description": ...}}`` or
+        ``{name: None}`` (remove), within what ``editor=`` allows. ``id``, ``name`` and
+        ``model`` are dropped (code-owned). Returns what was stored."""
+        stored = _storable_overrides(self, _without_code_owned(overrides))
+        await self._overrides_store().set_agent_overrides(self.id, stored)
+        return stored
+
+    async def editor_overrides(self) -> dict[str, Any]:
+        """The editor's overrides stored for this agent ({} when none)."""
+        return await self._overrides_store().get_agent_overrides(self.id) or {}
+
+    async def clear_editor_overrides(self) -> None:
+        await self._overrides_store().set_agent_overrides(self.id, None)
+
+    def _overrides_store(self) -> Any:
+        if self.memory is None:
+            raise ConfigError(
+                "stored editor overrides live in the memory's store: Agent(memory=Memory(...))"
+            )
+        return self.memory.store
+
+    async def _stored_overrides(self, memory: Any) -> dict[str, Any]:
+        """What is stored for this agent, narrowed to what ``editor=`` allows now."""
+        if memory is None or self.editor is False:
+            return {}
+        stored = await memory.store.get_agent_overrides(self.id) or {}
+        allowed: dict[str, Any] = {}
+        if "instructions" in stored and self.editor.get("instructions", False):
+            allowed["instructions"] = stored["instructions"]
+        tools_allowed = self.editor.get("tools", False)
+        if "tools" in stored and tools_allowed:
+            full = tools_allowed is True
+            allowed["tools"] = {
+                name: change for name, change in stored["tools"].items() if full or change
+            }
+        return allowed
+
     # -- signals, subscriptions, state, notifications -----------------------------------------
 
     def send_message(self, message: Any, **target: Any) -> SignalReceipt:
+        self._check_thread_memory("send_message")
         return send(self, message, kind="message", **target)
 
     def queue_message(self, message: Any, **target: Any) -> SignalReceipt:
+        self._check_thread_memory("queue_message")
         return send(self, message, kind="queue", **target)
 
     def send_signal(self, signal: Any, **target: Any) -> SignalReceipt:
+        self._check_thread_memory("send_signal")
         return send(self, signal, kind="signal", **target)
 
-    async def subscribe_to_thread(self, *, resource_id: str, thread_id: str) -> ThreadSubscription:
+    async def subscribe_to_thread(
+        self, *, thread_id: str, resource_id: str | None = None
+    ) -> ThreadSubscription:
+        self._check_thread_memory("subscribe_to_thread")
         return await subscribe(self, resource_id=resource_id, thread_id=thread_id)
 
     async def send_state_signal(self, signal: Any, **target: Any) -> Any:
+        self._check_thread_memory("send_state_signal")
         return await lanes.send_state_signal(self, signal, **target)
 
     async def send_notification_signal(self, notification: Any, **target: Any) -> Any:
+        self._check_thread_memory("send_notification_signal")
         return await inbox.send_notification_signal(self, notification, **target)
+
+    def _check_thread_memory(self, what: str) -> None:
+        """Signals and subscriptions have no request context to resolve a memory function
+        with: they need a memory given as such."""
+        if self.memory is None and self.memory_fn is not None:
+            raise ConfigError(
+                f"{what} needs Agent(memory=Memory(...)): a memory given as a function of the "
+                "request context is resolved per generate()/stream() call, and signals and "
+                "subscriptions have no request context"
+            )
 
     def local_runs(self) -> list[AgentOutput]:
         """The outputs of this agent's runs that live in this process and are not done."""
@@ -386,7 +495,11 @@ def _input_messages(messages: Any) -> list[dict[str, Any]]:
             role = message.get("role", "user")
             if role not in ("user", "assistant", "system"):
                 raise ConfigError(f"messages[{index}]: role {role!r} is not user/assistant/system")
-            result.append({"role": role, "content": message["content"]})
+            entry = {"role": role, "content": message["content"]}
+            options = message.get("provider_options", message.get("providerOptions"))
+            if options:  # shaped per provider by the model (models/request_options.py)
+                entry["provider_options"] = as_dict(options, f"messages[{index}].provider_options")
+            result.append(entry)
         else:
             raise ConfigError(f"messages[{index}] must be a string or {{'role', 'content'}}")
     return result
@@ -407,11 +520,112 @@ def _check_tools(tools: Any) -> Any:
     return dict(tools)
 
 
+_LEGACY = (
+    "{} belongs to Mastra's legacy generate/stream over its old AI SDK, which tui_agent does "
+    "not have: use {} (see the README's Choices)"
+)
+#: Options and methods of the reference that are refused with these reasons (README: Choices).
+_NOT_APPLICABLE = {
+    "voice": (
+        "voice is not supported: tui_agent has no speech adapter (speak/listen); pass "
+        "voice=None or leave it out (see the README's Choices)"
+    ),
+    "mastra": (
+        "mastra is not applicable: it is the Mastra runtime instance that Mastra injects; "
+        "tui_agent has no such runtime (see the README's Choices)"
+    ),
+    "default_generate_options_legacy": _LEGACY.format(
+        "default_generate_options_legacy", "default_options="
+    ),
+    "default_stream_options_legacy": _LEGACY.format(
+        "default_stream_options_legacy", "default_options="
+    ),
+    "generate_legacy": _LEGACY.format("generate_legacy()", "generate()"),
+    "stream_legacy": _LEGACY.format("stream_legacy()", "stream()"),
+}
+
+
+def _refuse_unsupported(**given: Any) -> None:
+    for name, value in given.items():
+        if value is not None:
+            raise ConfigError(_NOT_APPLICABLE[name])
+
+
+def _static_or_fn(value: Any, check: Callable[[Any], Any]) -> Any:
+    """A constructor option as given: a function of the request context is kept (checked when
+    a run resolves it), anything else is checked now."""
+    if callable(value) and not isinstance(value, Mapping | list | tuple):
+        return value
+    return check(value)
+
+
+async def _per_run(value: Any, context: RequestContext, check: Callable[[Any], Any]) -> Any:
+    """An option's value for one run: a function is called with the request context (sync or
+    async) and what it returns is checked like a static value, naming the function."""
+    if not callable(value) or isinstance(value, Mapping | list | tuple):
+        return value
+    returned = await maybe_await(value(context))
+    try:
+        return check(returned)
+    except (ConfigError, ProcessorError) as error:
+        note = f"{error} (returned by the function of the request context)"
+        raise type(error)(note) from None
+
+
+def _check_metadata(metadata: Any) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ConfigError(f"metadata must be a dict, not {type(metadata).__name__}")
+    return dict(metadata)
+
+
+def _check_workflows(workflows: Any) -> dict[str, Any]:
+    if workflows is None:
+        return {}
+    if not isinstance(workflows, Mapping):
+        raise ConfigError(
+            f"workflows must be a dict {{name: workflow}}, not {type(workflows).__name__}"
+        )
+    return dict(workflows)
+
+
+def _check_scorers(scorers: Any) -> dict[str, Any]:
+    if scorers is None:
+        return {}
+    if not isinstance(scorers, Mapping):
+        raise ConfigError(f"scorers must be a dict {{name: scorer}}, not {type(scorers).__name__}")
+    return dict(scorers)
+
+
+def _check_default_options(options: Any) -> dict[str, Any]:
+    options = as_dict(options, "default_options")
+    try:
+        parse_run_options({}, options, {})  # bad defaults fail now, not at some later call
+    except ConfigError as error:
+        raise ConfigError(f"default_options: {error}") from None
+    return options
+
+
+def _input_processors(processors: Any) -> list[Any]:
+    return check_processors(processors, "input_processors")
+
+
+def _output_processors(processors: Any) -> list[Any]:
+    return check_processors(processors, "output_processors")
+
+
+def _check_memory_result(memory: Any) -> Any:
+    if memory is None:
+        return None
+    return _check_memory(memory)
+
+
 def _check_agents(agents: Any) -> dict[str, Agent]:
     if agents is None:
         return {}
     if not isinstance(agents, Mapping):
-        raise ConfigError("agents must be a dict {name: Agent}")
+        raise ConfigError(f"agents must be a dict {{name: Agent}}, not {type(agents).__name__}")
     for name, agent in agents.items():
         if not isinstance(agent, Agent):
             raise ConfigError(f"agents[{name!r}] is not an Agent")
@@ -444,6 +658,56 @@ def _check_editor(editor: Any) -> Any:
             "editor must be False or {'instructions': bool, 'tools': bool | {'description': bool}}"
         )
     return editor
+
+
+_CODE_OWNED = ("id", "name", "model")
+
+
+def _without_code_owned(overrides: Any) -> dict[str, Any]:
+    """An editor's overrides without the code-owned fields (the reference drops them)."""
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(f"editor overrides must be a dict, not {type(overrides).__name__}")
+    return {key: value for key, value in overrides.items() if key not in _CODE_OWNED}
+
+
+def _storable_overrides(agent: Agent, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Checks what ``save_editor_overrides`` may store: the permission, then the forms (plain
+    data only — a stored override cannot hold code)."""
+    agent.apply_editor_overrides(overrides)  # the permission and the forms, as for a copy
+    stored: dict[str, Any] = {}
+    if "instructions" in overrides:
+        instructions = overrides["instructions"]
+        if callable(instructions):
+            raise ConfigError("stored instructions must be text or system messages, not code")
+        stored["instructions"] = instructions
+    if "tools" in overrides:
+        tools: dict[str, Any] = {}
+        for name, change in dict(overrides["tools"]).items():
+            if isinstance(change, Tool):
+                raise ConfigError(
+                    f"tool override {name!r}: a Tool is code and cannot be stored; store "
+                    "{'description': ...} or None, or use apply_editor_overrides()"
+                )
+            tools[name] = None if change is None else {"description": change["description"]}
+        stored["tools"] = tools
+    json_round_trip(stored)  # plain JSON, or a clear error now
+    return stored
+
+
+def _with_stored_tool_edits(tools: dict[str, Tool], edits: dict[str, Any]) -> dict[str, Tool]:
+    """A run's tools with the stored descriptions and removals (a tool the code no longer has
+    is skipped: code wins)."""
+    from dataclasses import replace
+
+    edited = dict(tools)
+    for name, change in edits.items():
+        if name not in edited:
+            continue
+        if change is None:
+            del edited[name]
+        else:
+            edited[name] = replace(edited[name], description=change["description"])
+    return edited
 
 
 def _edit_tools(agent: Agent, allowed: Any, changes: Any) -> dict[str, Tool]:

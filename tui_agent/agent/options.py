@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui_agent._util import as_dict
+from tui_agent.agent.instructions import FORMS, check_instructions
 from tui_agent.context import RequestContext
 from tui_agent.errors import ConfigError
+from tui_agent.tools import Tool, parse_transform
 
 KNOWN_OPTIONS = {
     "memory",
@@ -22,7 +24,7 @@ KNOWN_OPTIONS = {
     "instructions",
     "tools_override",
 }
-HOOK_NAMES = {"before_tool_call", "after_tool_call"}
+HOOK_NAMES = {"before_tool_call", "after_tool_call", "transform"}
 TOOL_CHOICES = {"auto", "none", "required"}
 
 
@@ -45,6 +47,10 @@ class RunOptions:
     model_settings: dict[str, Any] = field(default_factory=dict)
     provider_options: dict[str, Any] = field(default_factory=dict)
     last_messages: int | None = None  # None: the Memory's own last_messages
+    #: Replace the agent's instructions / tools for this run (None: the agent's own). Either
+    #: may be a function of the request context, like the constructor's.
+    instructions: Any = None
+    tools_override: Any = None
 
 
 def parse_run_options(
@@ -62,6 +68,8 @@ def parse_run_options(
         request_context=RequestContext.coerce(merged.get("request_context")),
         model_settings=as_dict(merged.get("model_settings"), "model_settings"),
         provider_options=as_dict(merged.get("provider_options"), "provider_options"),
+        instructions=_instructions(merged.get("instructions")),
+        tools_override=_tools_override(merged.get("tools_override")),
     )
     if merged.get("run_id"):
         parsed.run_id = str(merged["run_id"])
@@ -101,10 +109,38 @@ def parse_hooks(hooks: Any) -> dict[str, Any]:
     unknown = set(hooks) - HOOK_NAMES
     if unknown:
         raise ConfigError(f"unknown hook(s) {sorted(unknown)}; known: {sorted(HOOK_NAMES)}")
-    for name, fn in hooks.items():
-        if fn is not None and not callable(fn):
+    parsed = {name: fn for name, fn in hooks.items() if fn is not None}
+    if "transform" in parsed:  # a policy: a function or {"targets", "transform_tool_payload"}
+        parsed["transform"] = parse_transform(parsed["transform"], "hooks['transform']")
+    for name, fn in parsed.items():
+        if name != "transform" and not callable(fn):
             raise ConfigError(f"hook {name!r} must be a function")
-    return {name: fn for name, fn in hooks.items() if fn is not None}
+    return parsed
+
+
+def _instructions(value: Any) -> Any:
+    if value is None:
+        return None
+    try:
+        check_instructions(value)
+    except ConfigError as error:
+        raise ConfigError(f"the instructions option: {error} (expected {FORMS})") from None
+    return value
+
+
+def _tools_override(value: Any) -> Any:
+    """``{name: tool}`` or a callable of the request context (checked when called)."""
+    if value is None or (callable(value) and not isinstance(value, dict)):
+        return value
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"tools_override must be a dict {{name: tool}} or a callable of the request "
+            f"context, not {type(value).__name__}"
+        )
+    for name, tool in value.items():
+        if not isinstance(tool, Tool):
+            raise ConfigError(f"tools_override[{name!r}] is not a tool: build it with create_tool")
+    return dict(value)
 
 
 def _max_steps(value: Any) -> int:

@@ -51,10 +51,23 @@ class SignalReceipt:
 
     signal: Signal
     accepted: asyncio.Future[dict[str, Any]]
-    persisted: asyncio.Future[None] | None = None
+    #: Resolves once the signal is stored; made when a branch of the send may persist.
+    persist_future: asyncio.Future[None] | None = field(default=None, repr=False)
     #: The background task routing the signal (None when routed without one: a named thread
     #: joins the next group commit directly; a memoryless agent routes at once).
     task: asyncio.Task[None] | None = field(default=None, repr=False)
+    #: The action routing took, once it is known.
+    action: str | None = field(default=None, repr=False)
+
+    @property
+    def persisted(self) -> asyncio.Future[None] | None:
+        """Only for a persist action, as in the reference: None when no branch of the send
+        persists, and None once routing took another action (deliver, wake, discard); until
+        the decision, the future of a send that may persist (it resolves whatever the action,
+        so awaiting it never hangs)."""
+        if self.action is not None and self.action != "persist":
+            return None
+        return self.persist_future
 
 
 def send(
@@ -73,13 +86,14 @@ def send(
     active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)
     idle = _DEFAULT_IDLE if if_idle is None else parse_if_idle(if_idle)
     if idle.stream_options:  # fail now (without any, the agent's own were checked when built)
-        parse_run_options(idle.stream_options, agent.default_options, agent.hooks)
+        defaults = agent.default_options if isinstance(agent.default_options, dict) else {}
+        parse_run_options(idle.stream_options, defaults, agent.hooks)
     if agent.memory is None:
         return _send_in_process(agent, signal, target, active, kind == "queue")
     loop = asyncio.get_running_loop()
     receipt = SignalReceipt(signal, loop.create_future())
     if active.behavior == "persist" or idle.behavior == "persist":
-        receipt.persisted = loop.create_future()
+        receipt.persist_future = loop.create_future()
     if target.thread_id is not None:
         _route_now(agent, signal, target, active, idle, kind == "queue", receipt)
         return receipt
@@ -239,18 +253,20 @@ def _decision(agent: Agent, result: RouteResult) -> dict[str, Any]:
 
 
 def _accept(receipt: SignalReceipt, decision: dict[str, Any]) -> None:
-    if receipt.persisted is not None and not receipt.persisted.done():
+    receipt.action = decision["action"]
+    future = receipt.persist_future
+    if future is not None and not future.done():
         # The decision is stored by now whatever the branch (a delivered or woken signal is
         # stored too), so waiting on ``persisted`` never hangs.
-        receipt.persisted.set_result(None)
+        future.set_result(None)
     if not receipt.accepted.done():  # close() may have cancelled it
         receipt.accepted.set_result(decision)
 
 
 def _fail_receipt(receipt: SignalReceipt, error: BaseException) -> None:
     _fail(receipt.accepted, error)
-    if receipt.persisted is not None:
-        _fail(receipt.persisted, error)
+    if receipt.persist_future is not None:
+        _fail(receipt.persist_future, error)
 
 
 async def _thread_of(agent: Agent, target: Target) -> tuple[str, str]:

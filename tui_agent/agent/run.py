@@ -52,7 +52,14 @@ from tui_agent.events import (
 )
 from tui_agent.models.base import ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
 from tui_agent.store.records import EventIn, MessageIn
-from tui_agent.tools import Tool, ToolContext, ToolInputError
+from tui_agent.tools import (
+    INPUT_PHASE,
+    OUTPUT_PHASE,
+    Tool,
+    ToolContext,
+    ToolInputError,
+    TransformPolicy,
+)
 
 if TYPE_CHECKING:
     from tui_agent.agent.options import RunOptions
@@ -89,6 +96,12 @@ class RunPlan:
     tool_specs: list[dict[str, Any]]
     options: RunOptions
     input_messages: list[dict[str, Any]] = field(default_factory=list)
+    # The agent's options that may be functions of the request context, resolved for this run.
+    memory: Memory | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    input_processors: list[Any] = field(default_factory=list)
+    output_processors: list[Any] = field(default_factory=list)
+    scorers: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +129,8 @@ class Run:
         self.output = output
         self.run_id = output.run_id
         self.abort_event = asyncio.Event()
-        self.memory: Memory | None = deps.memory if self.options.memory else None
+        memory = plan.memory if plan.memory is not None else deps.memory
+        self.memory: Memory | None = memory if self.options.memory else None
         target = self.options.memory
         self.thread_id = target.thread_id if target else None
         self.resource_id = target.resource_id if target else None
@@ -130,6 +144,9 @@ class Run:
         self.local_signals: list[dict[str, Any]] = []  # memoryless runs only
         self.accepting_signals = True
         self._finished = False  # the run's end is written and its finish chunk emitted
+        #: Transcript forms of tool payloads (hooks["transform"]), by ("in"|"out", call id),
+        #: until the step's messages are stored.
+        self._transcript: dict[tuple[str, str], Any] = {}
         self._tool_context = ToolContext(
             agent=deps.agent,
             run_id=self.run_id,
@@ -388,7 +405,7 @@ class Run:
                 end = event
         tool_calls = [self._tool_call(index, c) for index, c in sorted(calls.items())]
         for call in tool_calls:
-            self.emit(TOOL_CALL, call.model_dump())
+            self.emit(TOOL_CALL, await self._shown_call(call))
         finish = "tool-calls" if tool_calls else end.finish_reason
         return _StepOutcome("".join(text), tool_calls, finish, end.usage or Usage())
 
@@ -410,8 +427,44 @@ class Run:
 
     async def _run_tool(self, call: ToolCall) -> ToolResult:
         result = await self._execute_tool(call)
-        self.emit(TOOL_RESULT, result.model_dump())
+        self.emit(TOOL_RESULT, await self._shown_result(call, result))
         return result
+
+    # -- hooks["transform"]: what the stream shows and the transcript keeps of a tool payload --
+
+    def _transform_policy(self, tool_name: str) -> TransformPolicy | None:
+        tool = self.plan.tools.get(tool_name)
+        if tool is not None and tool.transform is not None:
+            return tool.transform  # the tool's own wins over the agent's / the call's
+        return self.options.hooks.get("transform")
+
+    async def _shown_call(self, call: ToolCall) -> dict[str, Any]:
+        """The ``tool-call`` chunk's payload (display form); keeps the transcript form."""
+        payload = call.model_dump()
+        policy = self._transform_policy(call.tool_name)
+        if policy is None:
+            return payload
+        context = {"tool_name": call.tool_name, "tool_call_id": call.tool_call_id,
+                   "input": call.args}
+        payload["args"] = await policy.apply("display", INPUT_PHASE, context, call.args)
+        self._transcript[("in", call.tool_call_id)] = await policy.apply(
+            "transcript", INPUT_PHASE, context, call.args
+        )
+        return payload
+
+    async def _shown_result(self, call: ToolCall, result: ToolResult) -> dict[str, Any]:
+        """The ``tool-result`` chunk's payload (display form); keeps the transcript form."""
+        payload = result.model_dump()
+        policy = self._transform_policy(call.tool_name)
+        if policy is None or result.is_error:
+            return payload
+        context = {"tool_name": call.tool_name, "tool_call_id": call.tool_call_id,
+                   "input": call.args, "output": result.result}
+        payload["result"] = await policy.apply("display", OUTPUT_PHASE, context, result.result)
+        self._transcript[("out", call.tool_call_id)] = await policy.apply(
+            "transcript", OUTPUT_PHASE, context, result.result
+        )
+        return payload
 
     async def _execute_tool(self, call: ToolCall) -> ToolResult:
         tool = self.plan.tools.get(call.tool_name)
@@ -434,10 +487,14 @@ class Run:
         before = hooks.get("before_tool_call")
         output: Any = None
         error: BaseException | None = None
-        decision = await maybe_await(before(hook_input)) if before else None
+        decision = None
+        try:
+            decision = await maybe_await(before(hook_input)) if before else None
+        except Exception as raised:  # as a tool that raises: the tool does not run, the model
+            error = raised  # gets the error as the call's result, the run goes on
         if isinstance(decision, dict) and decision.get("proceed") is False:
             output = decision.get("output")
-        else:
+        elif error is None:
             try:
                 output = await tool.run(tool_input, context)
             except Exception as raised:  # a tool's failure is the model's business, not a crash
@@ -470,12 +527,10 @@ class Run:
         message: dict[str, Any] = {"role": "assistant", "content": outcome.text or None}
         metadata: dict[str, Any] = {}
         if outcome.calls:
-            message["tool_calls"] = metadata["tool_calls"] = [
-                {
-                    "id": c.tool_call_id,
-                    "type": "function",
-                    "function": {"name": c.tool_name, "arguments": _arguments_text(c.args)},
-                }
+            message["tool_calls"] = [_call_entry(c, c.args) for c in outcome.calls]
+            # What the store keeps: each call's transcript form (hooks["transform"]).
+            metadata["tool_calls"] = [
+                _call_entry(c, self._transcript.pop(("in", c.tool_call_id), c.args))
                 for c in outcome.calls
             ]
         self.messages.append(message)
@@ -483,13 +538,16 @@ class Run:
         return MessageIn("assistant", outcome.text, self.run_id, metadata=metadata)
 
     def _tool_message(self, result: ToolResult) -> MessageIn:
-        content = _tool_result_text(result)
         self.messages.append(
-            {"role": "tool", "tool_call_id": result.tool_call_id, "content": content}
+            {"role": "tool", "tool_call_id": result.tool_call_id,
+             "content": _tool_result_text(result)}
         )
+        kept = self._transcript.pop(("out", result.tool_call_id), result.result)
+        if kept is not result.result:  # the transcript form (hooks["transform"])
+            result = result.model_copy(update={"result": kept})
         return MessageIn(
             "tool",
-            content,
+            _tool_result_text(result),
             self.run_id,
             metadata={
                 "tool_call_id": result.tool_call_id,
@@ -720,6 +778,15 @@ def _tool_result_text(result: ToolResult) -> str:
         return f"Error: {result.result['error']}"
     value = result.result
     return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _call_entry(call: ToolCall, args: Any) -> dict[str, Any]:
+    """An OpenAI-style tool call entry of an assistant message."""
+    return {
+        "id": call.tool_call_id,
+        "type": "function",
+        "function": {"name": call.tool_name, "arguments": _arguments_text(args)},
+    }
 
 
 def _arguments_text(args: Any) -> str:

@@ -106,7 +106,8 @@ class ThreadRuntime:
         memory = {"resource": resource_id, "thread": thread_id}
         options = {**stream_options, "memory": memory, "run_id": run_id}
         try:
-            run_options = parse_run_options(options, agent.default_options, agent.hooks)
+            defaults = await agent.resolve_default_options(options.get("request_context"))
+            run_options = parse_run_options(options, defaults, agent.hooks)
             plan = await self._plan(run_options, [])
         except BaseException as error:
             assert agent.memory is not None

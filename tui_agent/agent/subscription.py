@@ -32,7 +32,13 @@ REAP_EVERY_S = 1.0  # how often a dead owner's lease is looked for while a run s
 
 class ThreadSubscription:
     def __init__(
-        self, agent: Agent, resource_id: str, thread_id: str, cursor: int, active_run_id: str | None
+        self,
+        agent: Agent,
+        resource_id: str | None,
+        thread_id: str,
+        cursor: int,
+        active_run_id: str | None,
+        ours: bool = False,
     ) -> None:
         assert agent.memory is not None
         self.agent = agent
@@ -41,14 +47,24 @@ class ThreadSubscription:
         self._store = agent.memory.store
         self._cursor = cursor
         self._active_run_id = active_run_id
+        #: Runs known to be this agent's in this process: their end is known without reading.
+        self._ours: set[str] = {active_run_id} if ours and active_run_id else set()
         self._closed = False
         self._wake = self._store.add_listener(thread_id)  # set by this process's appends
         self._changes: ChangeWatch | None = None  # sets it on other processes' commits
         self.stream: AsyncIterator[dict[str, Any]] = self._events()
 
     def active_run_id(self) -> str | None:
-        """The run live on the thread as of the last event this subscriber read."""
-        return self._active_run_id
+        """The thread's live run, read or not: this agent's run on the thread in this process,
+        else the run live as of the last event this subscriber read (another process's)."""
+        local = self.agent.runtime.run_on(self.thread_id)
+        if local is not None and not local.output.done():
+            self._ours.add(local.run_id)
+            return local.run_id
+        tracked = self._active_run_id
+        if tracked in self._ours:
+            return None  # ours, and no longer live here: it ended (its end not read yet)
+        return tracked
 
     def abort(self) -> bool:
         """Abort the thread's live run, in whichever process it runs. True if one was."""
@@ -103,11 +119,21 @@ class ThreadSubscription:
             self._active_run_id = None
 
 
-async def subscribe(agent: Agent, *, resource_id: str, thread_id: str) -> ThreadSubscription:
-    parse_target(resource_id=resource_id, thread_id=thread_id)
+async def subscribe(
+    agent: Agent, *, resource_id: str | None = None, thread_id: str
+) -> ThreadSubscription:
+    """``resource_id`` is optional, as in the reference: without it, the thread's own (or None
+    for a thread that does not exist yet)."""
+    if resource_id is not None:
+        parse_target(resource_id=resource_id, thread_id=thread_id)
+    elif not isinstance(thread_id, str) or not thread_id:
+        raise ConfigError("subscribe_to_thread needs thread_id (a non-empty string)")
     if agent.memory is None:
         raise ConfigError("subscribe_to_thread needs memory: Agent(memory=Memory(...))")
     store = agent.memory.store
+    if resource_id is None:
+        thread = await store.get_thread(thread_id)
+        resource_id = thread.resource_id if thread is not None else None
     await store.reap_expired_lease(thread_id)
     active = await store.active_run(thread_id)
     if active is not None and active.start_seq is not None:
@@ -115,6 +141,7 @@ async def subscribe(agent: Agent, *, resource_id: str, thread_id: str) -> Thread
     else:
         cursor = await store.last_event_seq(thread_id)
     agent.runtime.ensure_dispatcher()
+    ours = active is not None and active.owner == agent.runtime.owner
     return ThreadSubscription(
-        agent, resource_id, thread_id, cursor, active.run_id if active else None
+        agent, resource_id, thread_id, cursor, active.run_id if active else None, ours=ours
     )

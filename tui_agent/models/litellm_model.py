@@ -7,9 +7,10 @@ Rules this adapter follows (also in the README):
   passed to litellm explicitly as ``api_key``, because litellm itself does not read
   ``GOOGLE_GENERATIVE_AI_API_KEY``.
 - Message ``provider_options`` are ``{provider: {field: value}}``; only the entry of this model's
-  provider is used and its fields are set on the message (``cacheControl`` → ``cache_control``),
-  which is how litellm takes Anthropic's ``cache_control``. A flat dict with no provider key
-  (``{"cache_control": ...}``) counts as Anthropic's. Every other entry, and the
+  provider is used: its message-level fields are set on the message (``cacheControl`` →
+  ``cache_control``, which is how litellm takes Anthropic's ``cache_control``), its request-level
+  ones (``reasoning_effort``) go to the request (``request_options``). A flat dict with no
+  provider key (``{"cache_control": ...}``) counts as Anthropic's. Every other entry, and the
   ``provider_options`` key itself, is dropped so strict providers (OpenAI) do not reject it.
 - ``request.provider_options`` follow the same ``{provider: {kwarg: value}}`` rule: the entry of
   this model's provider is passed to ``litellm.acompletion`` as extra keyword arguments (e.g.
@@ -37,7 +38,12 @@ from tui_agent.errors import (
 )
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
 from tui_agent.models.redaction import CREDENTIAL_WORDS, call_secrets, redact
-from tui_agent.models.request_options import option_keys, pick_options, shaped_message
+from tui_agent.models.request_options import (
+    lifted_options,
+    option_keys,
+    pick_options,
+    shaped_message,
+)
 
 ROUTER_HELP = (
     "write the model as 'provider/model', e.g. 'openai/gpt-4o-mini', "
@@ -216,7 +222,8 @@ class LiteLLMModel:
         yield step.end()
 
     def _call_kwargs(self, request: ModelRequest) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {**self._extra, **request.settings}
+        lifted = lifted_options(request.messages, self._option_keys)
+        kwargs: dict[str, Any] = {**self._extra, **lifted, **request.settings}
         own = pick_options(request.provider_options, self._option_keys, flat_owner=None)
         if own:
             kwargs.update(own)

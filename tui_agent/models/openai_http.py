@@ -36,7 +36,12 @@ from tui_agent.errors import ConfigError, MissingCredentialError, ModelCallError
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
 from tui_agent.models.http_client import shared_client, stream_closed, stream_opened
 from tui_agent.models.redaction import call_secrets, header_secrets, redact
-from tui_agent.models.request_options import option_keys, pick_options, shaped_message
+from tui_agent.models.request_options import (
+    lifted_options,
+    option_keys,
+    pick_options,
+    shaped_message,
+)
 
 T = TypeVar("T")
 
@@ -210,7 +215,8 @@ class OpenAIHTTPModel:
 
     # -- the request -------------------------------------------------------------------------
     def _call(self, request: ModelRequest) -> _Call:
-        options: dict[str, Any] = {**self._extra, **request.settings}
+        lifted = lifted_options(request.messages, self._option_keys)
+        options: dict[str, Any] = {**self._extra, **lifted, **request.settings}
         options.update(pick_options(request.provider_options, self._option_keys, None))
         call_options = {k: options.pop(k) for k in list(options) if k in _CALL_OPTIONS}
         for name in _LITELLM_ONLY:

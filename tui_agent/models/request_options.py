@@ -1,10 +1,13 @@
 """``provider_options`` and message options, shaped the same way for every model path.
 
 Message ``provider_options`` are ``{provider: {field: value}}``; only the entry of the model's
-provider is used and its fields are set on the message (``cacheControl`` → ``cache_control``).
-A flat dict with no provider key counts as Anthropic's. ``request.provider_options`` follow the
-same rule and become extra request fields. Both the litellm path and the direct HTTP path use
-these functions, so one request produces the same body on either (tests run on both paths:
+provider is used (``cacheControl`` → ``cache_control``). A field a provider takes on a message
+(``MESSAGE_FIELDS``: Anthropic's ``cache_control``, OpenAI's ``name``) is set on the message; any
+other (OpenAI's ``reasoning_effort``) is a request field, lifted to the request — a provider API
+rejects unknown message keys (tests/test_provider_options_wire.py). A flat dict with no provider
+key counts as Anthropic's. ``request.provider_options`` follow the same rule and become extra
+request fields (they win over lifted message fields). Both the litellm path and the direct HTTP
+path use these functions, so one request produces the same body on either (tests run on both:
 ``tests/test_litellm_model.py::test_system_message_provider_options_follow_the_provider``).
 """
 
@@ -14,6 +17,8 @@ import re
 from typing import Any
 
 _NOT_PROVIDERS = {"cache_control", "cacheControl"}
+#: Provider option fields that belong on a message; every other field is request-level.
+MESSAGE_FIELDS = frozenset({"cache_control", "name"})
 
 
 def option_keys(prefix: str, provider: str, name: str) -> set[str]:
@@ -42,14 +47,29 @@ def pick_options(options: Any, keys: set[str], flat_owner: str | None) -> dict[s
 
 
 def shaped_message(message: dict[str, Any], keys: set[str]) -> dict[str, Any]:
-    """The message without ``provider_options``, this provider's fields set on it instead."""
+    """The message without ``provider_options``, this provider's message-level fields set on
+    it instead (its request-level ones: :func:`lifted_options`)."""
     if "provider_options" not in message:
         return message
     out = {k: v for k, v in message.items() if k != "provider_options"}
     fields = pick_options(message["provider_options"], keys, "anthropic")
     for key, value in fields.items():
-        out[snake(key)] = value
+        if snake(key) in MESSAGE_FIELDS:
+            out[snake(key)] = value
     return out
+
+
+def lifted_options(messages: list[dict[str, Any]], keys: set[str]) -> dict[str, Any]:
+    """The request-level fields of this provider found in the messages' ``provider_options``
+    (a later message wins a clash)."""
+    lifted: dict[str, Any] = {}
+    for message in messages:
+        if "provider_options" in message:
+            fields = pick_options(message["provider_options"], keys, "anthropic")
+            for key, value in fields.items():
+                if snake(key) not in MESSAGE_FIELDS:
+                    lifted[snake(key)] = value
+    return lifted
 
 
 def snake(name: str) -> str:

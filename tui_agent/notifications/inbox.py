@@ -296,8 +296,13 @@ async def send_notification_signal(
     if not items:
         raise SignalError("send_notification_signal got an empty list")
     checked = [validate_notification(item) for item in items]
-    idle = parse_if_idle(if_idle).model_dump(exclude={"behavior"}, exclude_defaults=True)
+    idle = _stream_options_only(if_idle)
     store = memory.store
+    # Deferred deliveries and timed digests go out even in a process that only takes in
+    # notifications (no subscriber, no run of its own).
+    runtime = getattr(agent, "runtime", None)  # an Agent's ThreadRuntime starts it
+    if runtime is not None:
+        runtime.ensure_dispatcher()
     resource, thread = await _resolve_target(store, run_id, resource_id, thread_id)
     policy = agent_config(agent).delivery_policy
     state = await _thread_state(store, thread)
@@ -316,6 +321,20 @@ async def send_notification_signal(
         )
     results = [await _store_and_act(agent, store, *plan, idle) for plan in planned]
     return results if isinstance(notification, list) else results[0]
+
+
+def _stream_options_only(if_idle: Any) -> dict[str, Any]:
+    """The reference's notification ``if_idle`` has ``stream_options`` only: whether a
+    notification wakes, persists or waits is the delivery policy's decision, so a behavior or
+    attributes here are refused rather than dropped."""
+    parsed = parse_if_idle(if_idle)
+    if parsed.behavior != "wake" or parsed.attributes:
+        raise SignalError(
+            "send_notification_signal takes if_idle={'stream_options': {...}} only: the delivery "
+            "policy (Agent(notifications={'delivery_policy': ...})) decides whether a "
+            "notification wakes, persists or waits; put attributes on the notification itself"
+        )
+    return parsed.model_dump(exclude={"behavior", "attributes"}, exclude_defaults=True)
 
 
 async def _store_and_act(

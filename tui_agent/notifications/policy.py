@@ -1,8 +1,10 @@
 """The notification delivery policy: what happens to an inbox record when it arrives.
 
-Resolution order: the agent's ``decide(record, thread_state)`` (sync or async; None falls
-through), then an entry for the record's source, then for its priority, then ``default``, then the
-built-in table (``default_decision``). An entry is an action string or a decision dict.
+Resolution order: the agent's ``decide`` — the reference's ``decide(ctx)`` (``ctx["record"]`` or
+``ctx.record``, ``ctx["thread_state"]``) or API.md's ``decide(record, thread_state)``, sync or
+async; None falls through (tests/test_conformance.py) — then an entry for the record's source,
+then for its priority, then ``default``, then the built-in table (``default_decision``). An
+entry is an action string or a decision dict.
 """
 
 from __future__ import annotations
@@ -135,7 +137,10 @@ def parse_delivery_policy(raw: Any) -> DeliveryPolicy:
         )
     decide = raw.get("decide")
     if decide is not None and not callable(decide):
-        raise ConfigError("delivery_policy.decide must be a function (record, thread_state)")
+        raise ConfigError(
+            "delivery_policy.decide must be a function: decide(ctx) with ctx['record'] and "
+            "ctx['thread_state'], or decide(record, thread_state)"
+        )
     default = raw.get("default")
     return DeliveryPolicy(
         default=None if default is None else parse_decision(default, "delivery_policy.default"),
@@ -207,7 +212,10 @@ async def decide(
     """The decision for ``record`` on a thread that is ``thread_state`` ("idle"/"active")."""
     now = now or datetime.now(UTC)
     if policy.decide is not None:
-        result = policy.decide(record, thread_state)
+        if _takes_one_argument(policy.decide):  # the reference's decide({record, ...})
+            result = policy.decide(DecideContext(record=record, thread_state=thread_state, now=now))
+        else:
+            result = policy.decide(record, thread_state)
         if inspect.isawaitable(result):
             result = await result
         if result is not None:
@@ -222,3 +230,31 @@ async def decide(
     if policy.default is not None:
         return _with_reason(policy.default, "delivery_policy.default")
     return default_decision(record.priority, thread_state, now)
+
+
+class DecideContext(dict[str, Any]):
+    """What the reference's one-argument ``decide(ctx)`` gets: ``record``, ``thread_state``
+    ("idle"/"active") and ``now``, readable as keys or as attributes."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _takes_one_argument(fn: Callable[..., Any]) -> bool:
+    """True for ``decide(ctx)``; False for API.md's ``decide(record, thread_state)`` (and for
+    anything whose signature cannot be read)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p for p in parameters
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    if any(p.kind is p.VAR_POSITIONAL for p in positional):
+        return False
+    required = [p for p in positional if p.default is p.empty]
+    return len(required) == 1 and len(positional) == 1

@@ -208,6 +208,14 @@ class Store(Protocol):
 
     async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None: ...
 
+    async def get_agent_overrides(self, agent_id: str) -> dict[str, Any] | None:
+        """The editor's overrides stored for an agent id (None: none)."""
+        ...
+
+    async def set_agent_overrides(self, agent_id: str, overrides: dict[str, Any] | None) -> None:
+        """Store (replace) an agent's editor overrides; None removes them."""
+        ...
+
     # -- signals --------------------------------------------------------------------------------
 
     async def route_signal(

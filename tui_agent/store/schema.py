@@ -145,6 +145,14 @@ MIGRATIONS: list[str] = [
     CREATE INDEX notifications_due_summary ON notifications(summary_at)
         WHERE summary_at IS NOT NULL;
     """,
+    # 2: the editor's overrides, stored per agent id (issue 12; Agent.save_editor_overrides).
+    """
+    CREATE TABLE agent_overrides (
+        agent_id   TEXT PRIMARY KEY,
+        overrides  TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -692,6 +692,26 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             self._notify(thread_id)
         return taken
 
+    async def get_agent_overrides(self, agent_id: str) -> dict[str, Any] | None:
+        """The editor's overrides stored for ``agent_id`` (None: none stored)."""
+        row = await self.fetchone(
+            "SELECT overrides FROM agent_overrides WHERE agent_id=?", (agent_id,)
+        )
+        return None if row is None else loads(row[0])
+
+    async def set_agent_overrides(self, agent_id: str, overrides: dict[str, Any] | None) -> None:
+        """Store (replace) the editor's overrides of ``agent_id``; None removes them."""
+        async with self.transaction() as db:
+            if overrides is None:
+                await db.execute("DELETE FROM agent_overrides WHERE agent_id=?", (agent_id,))
+            else:
+                await db.execute(
+                    "INSERT INTO agent_overrides(agent_id, overrides, updated_at) VALUES (?,?,?)"
+                    " ON CONFLICT(agent_id) DO UPDATE SET overrides=excluded.overrides,"
+                    " updated_at=excluded.updated_at",
+                    (agent_id, dumps(overrides), time.time()),
+                )
+
     async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None:
         async with self.transaction() as db:
             await db.execute("UPDATE runs SET scores=? WHERE id=?", (dumps(scores), run_id))

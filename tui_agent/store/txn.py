@@ -369,7 +369,7 @@ def _route_active(
     queue: bool,
     live_run_id: str,
 ) -> RouteResult:
-    if queue:
+    if queue and behavior == "deliver":  # persist/discard are honoured as for a send
         run_id = new_id()
         insert_signal(conn, thread_id, resource_id, signal, "queued", run_id)
         return RouteResult("deliver", run_id)
