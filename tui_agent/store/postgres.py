@@ -450,6 +450,22 @@ class PostgresStore(PostgresInbox):
             self._notify(thread_id)
         return outcome
 
+    async def get_agent_overrides(self, agent_id: str) -> dict[str, Any] | None:
+        row = await self.fetchone(
+            "SELECT overrides FROM agent_overrides WHERE agent_id=$1", agent_id)
+        return None if row is None else loads(row[0])
+
+    async def set_agent_overrides(self, agent_id: str, overrides: dict[str, Any] | None) -> None:
+        async with self.transaction() as conn:
+            if overrides is None:
+                await conn.execute("DELETE FROM agent_overrides WHERE agent_id=$1", agent_id)
+                return
+            await conn.execute(
+                "INSERT INTO agent_overrides(agent_id, overrides, updated_at) VALUES ($1,$2,$3)"
+                " ON CONFLICT(agent_id) DO UPDATE SET overrides=excluded.overrides,"
+                " updated_at=excluded.updated_at",
+                agent_id, dumps(overrides), time.time())
+
     async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None:
         async with self.transaction() as conn:
             await conn.execute("UPDATE runs SET scores=$1 WHERE id=$2", dumps(scores), run_id)

@@ -212,6 +212,14 @@ MIGRATIONS: list[str] = [
         RETURN live_run;
     END $$;
     """,
+    # 2: the editor's overrides, stored per agent id (as SQLite's migration 2).
+    """
+    CREATE TABLE agent_overrides (
+        agent_id   TEXT PRIMARY KEY,
+        overrides  TEXT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

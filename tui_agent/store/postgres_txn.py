@@ -260,7 +260,7 @@ async def route_signal(
         return await _route_idle(
             conn, thread_id, resource_id, idle_signal, if_idle, owner, ttl_s, agent_id
         )
-    if queue:
+    if queue and if_active == "deliver":  # persist/discard are honoured as for a send
         run_id = new_id()
         await insert_signal(conn, thread_id, resource_id, active_signal, "queued", run_id)
         return RouteResult("deliver", run_id)
