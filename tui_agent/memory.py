@@ -13,6 +13,7 @@ from tui_agent.errors import ConfigError, StoreError
 from tui_agent.notifications.inbox import InboxMixin
 from tui_agent.notifications.records import NotificationRecord
 from tui_agent.settings import current_settings
+from tui_agent.signals.limits import check_limit
 from tui_agent.state.lanes import StateLanesMixin
 from tui_agent.store.contract import NotificationCursor, Store
 from tui_agent.store.records import MessageIn, MessageRecord, ThreadRecord
@@ -62,9 +63,7 @@ class Memory(StateLanesMixin, InboxMixin):
                 f"lease_renew_s must be positive and shorter than lease_ttl_s ({ttl}), got {renew}"
             )
         self.lease_renew_s = renew
-        if last_messages < 0:
-            raise ConfigError(f"last_messages must be >= 0, got {last_messages}")
-        self.last_messages = last_messages
+        self.last_messages = check_limit(last_messages, "last_messages")
 
     def __repr__(self) -> str:
         return (
@@ -110,11 +109,13 @@ class Memory(StateLanesMixin, InboxMixin):
         return saved
 
     async def recall(self, thread_id: str, last_messages: int = 10) -> list[MessageRecord]:
-        return await self.store.list_messages(thread_id, limit=last_messages)
+        limit = check_limit(last_messages, "last_messages")
+        return await self.store.list_messages(thread_id, limit=limit)
 
     async def list_messages(
         self, thread_id: str, limit: int = 50, before: str | None = None
     ) -> list[MessageRecord]:
+        limit = check_limit(limit, "limit")
         return await self.store.list_messages(thread_id, limit=limit, before=before)
 
     async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
@@ -149,7 +150,7 @@ class Memory(StateLanesMixin, InboxMixin):
         writer that took its timestamp before a later writer committed can land behind the
         cursor: a reader that must see it re-reads from a cursor a little earlier. Rows become
         records a slice at a time, with the event loop free between slices."""
-        return await self.store.notification_changes(after, limit)
+        return await self.store.notification_changes(after, check_limit(limit, "limit"))
 
     async def model_history(
         self, thread_id: str, last_messages: int | None = None

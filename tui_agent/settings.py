@@ -86,6 +86,13 @@ class Settings(BaseSettings):
             raise ValueError("a whole number >= 1")
         return value
 
+    @field_validator("thread", "resource")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("an id must not be empty")  # -t '' is a mistake, not "main"
+        return value
+
     @field_validator("lease_ttl_s", "lease_renew_s")
     @classmethod
     def _positive(cls, value: float | None) -> float | None:

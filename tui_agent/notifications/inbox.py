@@ -24,6 +24,7 @@ from tui_agent.notifications.policy import (
 )
 from tui_agent.notifications.records import STATUSES, NotificationRecord
 from tui_agent.signals import check_attributes, parse_if_idle, parse_target, unknown_keys_error
+from tui_agent.signals.limits import check_limit
 from tui_agent.store.codec import new_id
 from tui_agent.store.contract import Store
 from tui_agent.store.records import to_datetime
@@ -52,7 +53,7 @@ class InboxMixin:
         """Newest first (by last change: a merge brings a record back to the top)."""
         _check_status(status)
         return await self.store.list_notifications(thread_id=thread_id, status=status,
-                                                   limit=limit)
+                                                   limit=check_limit(limit, "limit"))
 
     async def search_notifications(
         self, query: str, thread_id: str | None = None, limit: int = 50
@@ -60,7 +61,8 @@ class InboxMixin:
         """Records whose summary, kind or source contains ``query`` (any case), newest first."""
         if not isinstance(query, str):
             raise TypeError(f"query must be a string, got {type(query).__name__}")
-        return await self.store.search_notifications(query, thread_id=thread_id, limit=limit)
+        return await self.store.search_notifications(query, thread_id=thread_id,
+                                                     limit=check_limit(limit, "limit"))
 
     async def mark_notification_seen(self, notification_id: str) -> NotificationRecord:
         return await self._set_status(notification_id, "seen")

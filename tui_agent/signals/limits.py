@@ -137,3 +137,13 @@ def _check_int(value: int, where: str) -> None:
             f"{where} is an integer of about {int(value.bit_length() * 0.30103) + 1} digits; "
             f"the limit is {bound} digits (too large to write as JSON)"
         )
+
+
+def check_limit(value: object, name: str) -> int:
+    """A count of rows to read (``recall``, ``list_*``): a whole number >= 0. SQL reads a negative
+    LIMIT as "no limit", so -1 would silently return everything."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        from tui_agent.errors import ConfigError
+
+        raise ConfigError(f"{name} must be a whole number >= 0, got {value!r}")
+    return value

@@ -24,6 +24,7 @@ from tui_agent.signals import (
     parse_target,
     unknown_keys_error,
 )
+from tui_agent.signals.limits import check_limit
 from tui_agent.store.codec import dumps
 from tui_agent.store.contract import Store
 from tui_agent.store.records import StateLane, StateLaneVersion
@@ -83,7 +84,7 @@ class StateLanesMixin:
         self, thread_id: str, lane_id: str, limit: int = 50
     ) -> list[StateLaneVersion]:
         """The lane's versions, newest first."""
-        return await self.store.state_lane_history(thread_id, lane_id, limit)
+        return await self.store.state_lane_history(thread_id, lane_id, check_limit(limit, "limit"))
 
 
 # -- sending --------------------------------------------------------------------------------------
