@@ -244,3 +244,16 @@ async def test_memory_option_last_messages_must_not_be_negative(agents: AgentFac
     with pytest.raises(ConfigError, match="last_messages"):
         await agent.generate("x", memory={"resource": "r", "thread": "t",
                                           "options": {"last_messages": -1}})
+
+
+async def test_subscribe_with_a_resource_that_does_not_own_the_thread_is_refused(
+    agents: AgentFactory, store: SqliteStore
+) -> None:
+    from tui_agent.errors import StoreError
+
+    agent = agents(model=ScriptedModel(handler=lambda m, t: "ok"), memory=Memory(store=store))
+    await agent.generate("private", memory={"resource": "alice", "thread": "t"})
+    with pytest.raises(StoreError, match="belongs to resource 'alice', not 'mallory'"):
+        await agent.subscribe_to_thread(resource_id="mallory", thread_id="t")
+    sub = await agent.subscribe_to_thread(resource_id="alice", thread_id="t")
+    sub.unsubscribe()
