@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,5 +115,25 @@ async def test_an_unusable_store_file_is_a_typed_error_naming_it(tmp_path: Path,
             await store.ensure_thread("t2", "r")
         assert isinstance(caught.value, StoreCorruptError)
         assert str(path) in str(caught.value)
+    finally:
+        await store.close()
+
+
+async def test_a_directory_others_can_write_gets_a_warning_unless_sticky(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    store = SqliteStore(shared / "s.db")
+    try:
+        with pytest.warns(InsecureStoreWarning, match="store directory"):
+            await store.list_threads()
+    finally:
+        await store.close()
+    shared.chmod(0o1777)  # like /tmp: others cannot replace the file
+    store = SqliteStore(shared / "t.db")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", InsecureStoreWarning)
+            await store.list_threads()
     finally:
         await store.close()

@@ -109,7 +109,7 @@ def _warn_if_loose(path: Path, what: str) -> None:
     # The file must be private; its directory only must not let others replace it (a home
     # or project folder readable by others is common, and the file's own mode protects it).
     loose = 0o022 if what == "store directory" else 0o077
-    if mode is None or not mode & loose or not _owned(path):
+    if mode is None or not mode & loose or not _owned(path) or _sticky(path):
         return
     warnings.warn(
         f"{what} {path} is readable by other users (mode {mode:o}); "
@@ -124,6 +124,14 @@ def _mode(path: Path) -> int | None:
         return stat.S_IMODE(path.stat().st_mode)
     except OSError:
         return None
+
+
+def _sticky(path: Path) -> bool:
+    """A sticky directory (/tmp): others may write in it but cannot replace our file."""
+    try:
+        return bool(path.stat().st_mode & stat.S_ISVTX)
+    except OSError:
+        return False
 
 
 def _owned(path: Path) -> bool:
