@@ -90,6 +90,24 @@ BAD_INPUTS: list[tuple[str, Attempt]] = [
      lambda a: a.send_signal({"type": "state", "contents": "x",
                               "metadata": {"i": float("inf")}}, **T)),
     ("queue_message: lone surrogate", lambda a: a.queue_message("\ud800", **T)),
+    ("send_state_signal: value without JSON form",
+     lambda a: a.send_state_signal({"id": "b", "cache_key": "k", "value": {"s": {1}}}, **T)),
+    ("send_state_signal: surrogate in the value",
+     lambda a: a.send_state_signal({"id": "b", "cache_key": "k", "value": {"s": "\ud800"}}, **T)),
+    ("send_state_signal: value nested 100 deep",
+     lambda a: a.send_state_signal({"id": "b", "cache_key": "k", "value": _deep(100)}, **T)),
+    ("send_state_signal: metadata object()",
+     lambda a: a.send_state_signal({"id": "b", "cache_key": "k", "value": 1,
+                                    "metadata": {"o": _NoJson()}}, **T)),
+    ("send_notification_signal: surrogate summary",
+     lambda a: a.send_notification_signal({"source": "ci", "kind": "b", "summary": "\ud800"},
+                                          **T)),
+    ("send_notification_signal: summary over max_text_bytes",
+     lambda a: a.send_notification_signal(
+         {"source": "ci", "kind": "b", "summary": "x" * (input_limits().max_text_bytes + 1)}, **T)),
+    ("send_notification_signal: payload nested 100 deep",
+     lambda a: a.send_notification_signal({"source": "ci", "kind": "b", "summary": "x",
+                                           "payload": _deep(100)}, **T)),
     ("generate: lone surrogate", lambda a: a.generate("a\ud800", **MEM)),
     ("generate: content 42", lambda a: a.generate([{"role": "user", "content": 42}], **MEM)),
     ("generate: content a dict",
@@ -149,9 +167,9 @@ async def test_every_bad_input_is_refused_by_the_call_and_stores_nothing(
         rows.append((name, error is not None, stored, (error or "")[:70]))
     refused = sum(r[1] for r in rows)
     stored_any = sum(r[2] for r in rows)
-    print(f"\n{'bad input':<52} {'refused':>7} {'stored':>6}  error")
+    print(f"\n{'bad input':<56} {'refused':>7} {'stored':>6}  error")
     for name, ok, stored, error in rows:
-        print(f"{name:<52} {'yes' if ok else 'NO':>7} {'YES' if stored else 'no':>6}  {error}")
+        print(f"{name:<56} {'yes' if ok else 'NO':>7} {'YES' if stored else 'no':>6}  {error}")
     print(f"tried {len(rows)}, refused by the call {refused}, stored anything {stored_any}")
     assert [r[0] for r in rows if not r[1]] == []
     assert [r[0] for r in rows if r[2]] == []
@@ -168,7 +186,7 @@ async def test_bad_input_error_names_the_field(
     assert error is not None, f"{name}: not refused by the call"
     assert any(word in error for word in (
         "metadata", "attribute", "contents", "content", "text", "thread", "resource", "run_id",
-        "tag_name", "provider_options", "messages",
+        "tag_name", "provider_options", "messages", "value", "summary", "payload",
     )), error
 
 

@@ -24,7 +24,7 @@ from tui_agent.notifications.policy import (
 )
 from tui_agent.notifications.records import STATUSES, NotificationRecord
 from tui_agent.signals import check_attributes, parse_if_idle, parse_target, unknown_keys_error
-from tui_agent.signals.limits import check_limit
+from tui_agent.signals.limits import check_json_value, check_limit, check_str, check_text
 from tui_agent.store.codec import new_id
 from tui_agent.store.contract import Store
 from tui_agent.store.records import to_datetime
@@ -93,6 +93,7 @@ def _text(raw: Mapping[str, Any], key: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not value.strip():
         raise SignalError(f"notification {key!r} must be a non-empty string, got {value!r}")
+    check_text(value, f"notification {key!r}")
     return value
 
 
@@ -100,12 +101,13 @@ def _optional_key(raw: Mapping[str, Any], key: str) -> str | None:
     value = raw.get(key)
     if value is not None and (not isinstance(value, str) or not value):
         raise SignalError(f"notification {key!r} must be a non-empty string, got {value!r}")
-    return value
+    return value if value is None else check_str(value, f"notification {key!r}")
 
 
 def _check_json(value: Any, what: str) -> Any:
     import json
 
+    check_json_value(value, f"notification {what}")  # also: lone surrogates, nesting depth
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
