@@ -107,11 +107,14 @@ def _optional_key(raw: Mapping[str, Any], key: str) -> str | None:
 def _check_json(value: Any, what: str) -> Any:
     import json
 
-    check_json_value(value, f"notification {what}")  # also: lone surrogates, nesting depth
     try:
         json.dumps(value, allow_nan=False)
+    except RecursionError:
+        check_json_value(value, f"notification {what}")  # names the field and the depth limit
+        raise
     except (TypeError, ValueError) as exc:
         raise SignalError(f"notification {what} must be JSON: {exc}") from None
+    check_json_value(value, f"notification {what}")  # also: lone surrogates, nesting depth
     return value
 
 

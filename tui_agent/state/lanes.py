@@ -92,13 +92,16 @@ class StateLanesMixin:
 
 def _json_value(value: Any, what: str) -> Any:
     """``value`` if it survives a JSON round trip unchanged in kind, else a clear error."""
-    check_json_value(value, f"state {what}")  # also: lone surrogates, nesting depth
     try:
         json.dumps(value, allow_nan=False)
+    except RecursionError:
+        check_json_value(value, f"state {what}")  # names the field and the depth limit
+        raise
     except (TypeError, ValueError) as exc:
         raise SignalError(
             f"state {what} must be JSON (dicts, lists, strings, numbers): {exc}"
         ) from None
+    check_json_value(value, f"state {what}")  # also: lone surrogates, nesting depth
     return value
 
 
