@@ -222,6 +222,9 @@ async def test_generate_input_keeps_its_roles_in_history(
                          ("user", "hi")]
     stored = [(r.role, r.content) for r in await store.list_messages("t")]
     assert stored[0] == ("system", "Answer in French.")
+    shown = [e["payload"]["contents"] for e in await store.read_events("t", 0)
+             if e["type"] == "data-user-message"]
+    assert shown == ["hi", "again"]  # the system/assistant turns are history, not chat lines
 
 
 async def test_generate_user_text_is_neutralised_now_and_in_history(

@@ -228,6 +228,8 @@ class Run:
             # Stored as the model saw them, each in its own role (a system message stays one).
             stored = [MessageIn(m["role"], m["content"], self.run_id) for m in model_inputs]
             for message, m in zip(stored, inputs, strict=True):
+                if m["role"] != "user":
+                    continue  # the caller's own system/assistant turns: history, not chat
                 self.emit(
                     DATA_USER_MESSAGE,
                     {"id": message.id, "type": "user", "contents": m["content"]},
