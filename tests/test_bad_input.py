@@ -278,3 +278,23 @@ async def test_subscribe_with_a_resource_that_does_not_own_the_thread_is_refused
         await agent.subscribe_to_thread(resource_id="mallory", thread_id="t")
     sub = await agent.subscribe_to_thread(resource_id="alice", thread_id="t")
     sub.unsubscribe()
+
+
+async def test_memory_writes_check_their_input_before_storing(store: SqliteStore) -> None:
+    memory = Memory(store=store)
+    await memory.create_thread("t", resource_id="r")
+    before = _counts(store.path)
+    attempts = [
+        lambda: memory.save_messages([{"role": "user", "content": "\ud800"}], thread_id="t",
+                                     resource_id="r"),
+        lambda: memory.save_messages([{"role": "user", "content": "x",
+                                       "metadata": {"o": _NoJson()}}], thread_id="t",
+                                     resource_id="r"),
+        lambda: memory.create_thread("t" * 300, resource_id="r"),
+        lambda: memory.update_thread("t", metadata={"n": 10**5000}),
+        lambda: memory.update_thread("t", title="\udc80"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(SignalError):
+            await attempt()
+    assert _counts(store.path) == before

@@ -13,7 +13,7 @@ from tui_agent.errors import ConfigError, StoreError
 from tui_agent.notifications.inbox import InboxMixin
 from tui_agent.notifications.records import NotificationRecord
 from tui_agent.settings import current_settings
-from tui_agent.signals.limits import check_limit
+from tui_agent.signals.limits import check_id, check_json_value, check_limit, check_text
 from tui_agent.state.lanes import StateLanesMixin
 from tui_agent.store.contract import NotificationCursor, Store
 from tui_agent.store.records import MessageIn, MessageRecord, ThreadRecord
@@ -87,6 +87,7 @@ class Memory(StateLanesMixin, InboxMixin):
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ThreadRecord:
+        _check_thread_fields(thread_id, resource_id, title, metadata)
         return await self.store.ensure_thread(
             thread_id, resource_id, title=title, metadata=metadata
         )
@@ -94,6 +95,7 @@ class Memory(StateLanesMixin, InboxMixin):
     async def update_thread(
         self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> ThreadRecord:
+        _check_thread_fields(thread_id, None, title, metadata)
         return await self.store.update_thread(thread_id, title=title, metadata=metadata)
 
     # -- messages -----------------------------------------------------------------------------
@@ -102,6 +104,7 @@ class Memory(StateLanesMixin, InboxMixin):
         self, messages: list[dict[str, Any]], *, thread_id: str, resource_id: str
     ) -> list[MessageRecord]:
         """Store messages ``{"role", "content", ...}`` on a thread (created if missing)."""
+        _check_thread_fields(thread_id, resource_id, None, None)
         rows = [_message_in(m, index) for index, m in enumerate(messages)]
         await self.store.ensure_thread(thread_id, resource_id)
         await self.store.append(thread_id, resource_id, messages=rows)
@@ -190,6 +193,18 @@ def to_model_messages(records: list[MessageRecord]) -> list[dict[str, Any]]:
     return messages
 
 
+def _check_thread_fields(
+    thread_id: Any, resource_id: Any, title: Any, metadata: Any
+) -> None:
+    """Ids within the limits, a title that is text, metadata with a JSON form (before writing)."""
+    for value, name in ((thread_id, "thread_id"), (resource_id, "resource_id")):
+        if isinstance(value, str):
+            check_id(value, name)
+    if isinstance(title, str):
+        check_text(title, "title")
+    check_json_value(metadata, "thread metadata")
+
+
 def _message_in(message: dict[str, Any], index: int) -> MessageIn:
     role = message.get("role")
     if role not in VALID_ROLES:
@@ -202,4 +217,10 @@ def _message_in(message: dict[str, Any], index: int) -> MessageIn:
     for key in ("tool_calls", "tool_call_id"):
         if key in message:
             metadata[key] = message[key]
+    content = message["content"]
+    if isinstance(content, str):
+        check_text(content, f"messages[{index}].content")
+    else:
+        check_json_value(content, f"messages[{index}].content")
+    check_json_value(metadata, f"messages[{index}].metadata")
     return MessageIn(role=role, content=message["content"], metadata=metadata)
