@@ -72,5 +72,9 @@ class StoreError(TuiAgentError):
     """The store could not do what was asked (bad schema version, missing thread, ...)."""
 
 
+class StoreCorruptError(StoreError):
+    """The store file is not a usable database: corrupt, truncated, not SQLite, a directory."""
+
+
 class ThreadBusyError(TuiAgentError):
     """A direct generate()/stream() asked for a thread that already has a live run."""

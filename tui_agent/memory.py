@@ -13,6 +13,7 @@ from tui_agent.errors import ConfigError, StoreError
 from tui_agent.notifications.inbox import InboxMixin
 from tui_agent.notifications.records import NotificationRecord
 from tui_agent.settings import current_settings
+from tui_agent.signals.limits import check_id, check_json_value, check_limit, check_text
 from tui_agent.state.lanes import StateLanesMixin
 from tui_agent.store.changes import ChangeFeed
 from tui_agent.store.contract import NotificationCursor, Store
@@ -63,9 +64,7 @@ class Memory(StateLanesMixin, InboxMixin):
                 f"lease_renew_s must be positive and shorter than lease_ttl_s ({ttl}), got {renew}"
             )
         self.lease_renew_s = renew
-        if last_messages < 0:
-            raise ConfigError(f"last_messages must be >= 0, got {last_messages}")
-        self.last_messages = last_messages
+        self.last_messages = check_limit(last_messages, "last_messages")
 
     def __repr__(self) -> str:
         return (
@@ -89,6 +88,7 @@ class Memory(StateLanesMixin, InboxMixin):
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ThreadRecord:
+        _check_thread_fields(thread_id, resource_id, title, metadata)
         return await self.store.ensure_thread(
             thread_id, resource_id, title=title, metadata=metadata
         )
@@ -96,6 +96,7 @@ class Memory(StateLanesMixin, InboxMixin):
     async def update_thread(
         self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> ThreadRecord:
+        _check_thread_fields(thread_id, None, title, metadata)
         return await self.store.update_thread(thread_id, title=title, metadata=metadata)
 
     # -- messages -----------------------------------------------------------------------------
@@ -104,6 +105,7 @@ class Memory(StateLanesMixin, InboxMixin):
         self, messages: list[dict[str, Any]], *, thread_id: str, resource_id: str
     ) -> list[MessageRecord]:
         """Store messages ``{"role", "content", ...}`` on a thread (created if missing)."""
+        _check_thread_fields(thread_id, resource_id, None, None)
         rows = [_message_in(m, index) for index, m in enumerate(messages)]
         await self.store.ensure_thread(thread_id, resource_id)
         await self.store.append(thread_id, resource_id, messages=rows)
@@ -111,11 +113,13 @@ class Memory(StateLanesMixin, InboxMixin):
         return saved
 
     async def recall(self, thread_id: str, last_messages: int = 10) -> list[MessageRecord]:
-        return await self.store.list_messages(thread_id, limit=last_messages)
+        limit = check_limit(last_messages, "last_messages")
+        return await self.store.list_messages(thread_id, limit=limit)
 
     async def list_messages(
         self, thread_id: str, limit: int = 50, before: str | None = None
     ) -> list[MessageRecord]:
+        limit = check_limit(limit, "limit")
         return await self.store.list_messages(thread_id, limit=limit, before=before)
 
     async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
@@ -157,7 +161,7 @@ class Memory(StateLanesMixin, InboxMixin):
         writer that took its timestamp before a later writer committed can land behind the
         cursor: a reader that must see it re-reads from a cursor a little earlier. Rows become
         records a slice at a time, with the event loop free between slices."""
-        return await self.store.notification_changes(after, limit)
+        return await self.store.notification_changes(after, check_limit(limit, "limit"))
 
     async def model_history(
         self, thread_id: str, last_messages: int | None = None
@@ -197,6 +201,18 @@ def to_model_messages(records: list[MessageRecord]) -> list[dict[str, Any]]:
     return messages
 
 
+def _check_thread_fields(
+    thread_id: Any, resource_id: Any, title: Any, metadata: Any
+) -> None:
+    """Ids within the limits, a title that is text, metadata with a JSON form (before writing)."""
+    for value, name in ((thread_id, "thread_id"), (resource_id, "resource_id")):
+        if isinstance(value, str):
+            check_id(value, name)
+    if isinstance(title, str):
+        check_text(title, "title")
+    check_json_value(metadata, "thread metadata")
+
+
 def _message_in(message: dict[str, Any], index: int) -> MessageIn:
     role = message.get("role")
     if role not in VALID_ROLES:
@@ -209,4 +225,10 @@ def _message_in(message: dict[str, Any], index: int) -> MessageIn:
     for key in ("tool_calls", "tool_call_id"):
         if key in message:
             metadata[key] = message[key]
+    content = message["content"]
+    if isinstance(content, str):
+        check_text(content, f"messages[{index}].content")
+    else:
+        check_json_value(content, f"messages[{index}].content")
+    check_json_value(metadata, f"messages[{index}].metadata")
     return MessageIn(role=role, content=message["content"], metadata=metadata)

@@ -65,6 +65,12 @@ class Settings(BaseSettings):
     lease_ttl_s: float | None = None
     lease_renew_s: float | None = None
     local_threads: int | None = None
+    # Input bounds (tui_agent.signals.limits, where the defaults are documented): None = default.
+    max_text_bytes: int | None = None
+    max_attributes: int | None = None
+    max_attribute_bytes: int | None = None
+    max_id_length: int | None = None
+    max_depth: int | None = None
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("db")
@@ -72,11 +78,19 @@ class Settings(BaseSettings):
     def _home(cls, value: str | None) -> str | None:
         return str(Path(value).expanduser()) if value and value.startswith("~") else value
 
-    @field_validator("local_threads")
+    @field_validator("local_threads", "max_text_bytes", "max_attributes", "max_attribute_bytes",
+                     "max_id_length", "max_depth")
     @classmethod
     def _at_least_one(cls, value: int | None) -> int | None:
         if value is not None and value < 1:
             raise ValueError("a whole number >= 1")
+        return value
+
+    @field_validator("thread", "resource")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("an id must not be empty")  # -t '' is a mistake, not "main"
         return value
 
     @field_validator("lease_ttl_s", "lease_renew_s")
@@ -103,6 +117,12 @@ class Settings(BaseSettings):
     def note_sources(self, sources: dict[str, str]) -> None:
         """Record where each value came from (``load_settings`` does, once)."""
         self._sources = dict(sources)
+
+    def input_limits(self) -> dict[str, int]:
+        """The input bounds set here (those left unset keep their defaults)."""
+        names = ("max_text_bytes", "max_attributes", "max_attribute_bytes", "max_id_length",
+                 "max_depth")
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
     def agent(self, agent_id: str) -> AgentSettings | None:
         return next((a for a in self.agents if agent_id in (a.id, a.name)), None)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tui_agent._util import as_dict, json_round_trip, maybe_await
+from tui_agent.agent.inputs import check_memory_target, check_run_id, input_messages
 from tui_agent.agent.instructions import check_instructions, resolve_instructions
 from tui_agent.agent.options import RunOptions, parse_hooks, parse_run_options
 from tui_agent.agent.output import AgentOutput
@@ -164,7 +165,14 @@ class Agent:
         """Start a run; the returned output streams its chunks and gives its result."""
         defaults = await self.resolve_default_options(options.get("request_context"))
         run_options = parse_run_options(options, defaults, self.hooks)
-        plan = await self._plan(run_options, _input_messages(messages))
+        inputs = input_messages(messages)  # bad input raises here: nothing is stored
+        if options.get("run_id") is not None:
+            run_options.run_id = check_run_id(options["run_id"])
+        if run_options.memory is not None:
+            target = run_options.memory
+            check_memory_target(target.resource_id, target.thread_id, target.metadata)
+        plan = await self._plan(run_options, inputs)
+        await self._check_new_run_id(run_options.run_id, plan.memory)
         if run_options.memory is not None:
             await self._take_thread(run_options, plan.memory)
         return self.runtime.launch(plan)
@@ -179,6 +187,15 @@ class Agent:
         """``metadata``, called with the request context when it is a function."""
         context = RequestContext.coerce(request_context)
         return await _per_run(self.metadata, context, _check_metadata)
+
+    async def _check_new_run_id(self, run_id: str, memory: Any) -> None:
+        """A run id names one run: reusing one (live here, or stored) is refused."""
+        used = self.runtime.run(run_id) is not None
+        if not used and memory is not None:
+            used = await memory.store.get_run(run_id) is not None
+        if used:
+            raise ConfigError(f"run_id {run_id!r} is already used by another run; "
+                              "give each run its own id (or none: one is made)")
 
     async def _take_thread(self, options: RunOptions, memory: Any) -> None:
         assert memory is not None and options.memory is not None
@@ -472,37 +489,6 @@ class Agent:
 
         await close_shared_client()  # the direct model path's idle keep-alive connections
         return aborted
-
-
-def _input_messages(messages: Any) -> list[dict[str, Any]]:
-    """What the caller passed → user/assistant messages for the model."""
-    if messages is None:
-        return []
-    if isinstance(messages, str):
-        return [{"role": "user", "content": messages}]
-    if isinstance(messages, dict):
-        messages = [messages]
-    if not isinstance(messages, list):
-        raise ConfigError(
-            f"messages must be a string, a message dict or a list of them, not "
-            f"{type(messages).__name__}"
-        )
-    result = []
-    for index, message in enumerate(messages):
-        if isinstance(message, str):
-            result.append({"role": "user", "content": message})
-        elif isinstance(message, dict) and "content" in message:
-            role = message.get("role", "user")
-            if role not in ("user", "assistant", "system"):
-                raise ConfigError(f"messages[{index}]: role {role!r} is not user/assistant/system")
-            entry = {"role": role, "content": message["content"]}
-            options = message.get("provider_options", message.get("providerOptions"))
-            if options:  # shaped per provider by the model (models/request_options.py)
-                entry["provider_options"] = as_dict(options, f"messages[{index}].provider_options")
-            result.append(entry)
-        else:
-            raise ConfigError(f"messages[{index}] must be a string or {{'role', 'content'}}")
-    return result
 
 
 def _check_tools(tools: Any) -> Any:

@@ -10,6 +10,7 @@ from tui_agent._util import as_dict
 from tui_agent.agent.instructions import FORMS, check_instructions
 from tui_agent.context import RequestContext
 from tui_agent.errors import ConfigError
+from tui_agent.signals.limits import check_limit
 from tui_agent.tools import Tool, parse_transform
 
 KNOWN_OPTIONS = {
@@ -75,7 +76,9 @@ def parse_run_options(
         parsed.run_id = str(merged["run_id"])
     memory = merged.get("memory")
     if isinstance(memory, dict) and "last_messages" in (memory.get("options") or {}):
-        parsed.last_messages = int(memory["options"]["last_messages"])
+        parsed.last_messages = check_limit(
+            memory["options"]["last_messages"], "memory options last_messages"
+        )
     return parsed
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tui_agent._util import dump_if_model, maybe_await
+from tui_agent.agent.inputs import model_input
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.processors import RetryStep
 from tui_agent.agent.result import (
@@ -232,23 +233,27 @@ class Run:
 
     async def _prepare(self) -> None:
         self.messages = list(self.plan.system)
+        inputs = self.plan.input_messages
+        model_inputs = [model_input(m) for m in inputs]  # user text neutralised, as signals'
         if self.memory is None:
-            self.messages.extend(self.plan.input_messages)
+            self.messages.extend(model_inputs)
             return
         assert self.thread_id and self.resource_id
         history = await self.memory.model_history(self.thread_id, self.options.last_messages)
         self.messages.extend(history)
-        inputs = self.plan.input_messages
         if inputs:
-            stored = [MessageIn("user", m["content"], self.run_id) for m in inputs]
+            # Stored as the model saw them, each in its own role (a system message stays one).
+            stored = [MessageIn(m["role"], m["content"], self.run_id) for m in model_inputs]
             for message, m in zip(stored, inputs, strict=True):
+                if m["role"] != "user":
+                    continue  # the caller's own system/assistant turns: history, not chat
                 self.emit(
                     DATA_USER_MESSAGE,
                     {"id": message.id, "type": "user", "contents": m["content"]},
                     FROM_USER,
                 )
             await self._flush(stored)
-            self.messages.extend(inputs)
+            self.messages.extend(model_inputs)
         await self._take_signals()
 
     async def _take_signals(self, messages: list[MessageIn] | None = None) -> list[str]:

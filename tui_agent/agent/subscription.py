@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from tui_agent.errors import ConfigError
+from tui_agent.errors import ConfigError, StoreError
 from tui_agent.events import END_TYPES, START
 from tui_agent.signals.data import parse_target
 from tui_agent.store.changes import ChangeFeed, ChangeWatch
@@ -119,6 +119,16 @@ class ThreadSubscription:
             self._active_run_id = None
 
 
+async def check_thread_owner(store: Any, resource_id: str, thread_id: str) -> None:
+    """A thread is reached only through the resource that owns it, as ``send_*`` are: a
+    subscriber naming another resource is refused (StoreError), and sees nothing."""
+    thread = await store.get_thread(thread_id)
+    if thread is not None and thread.resource_id != resource_id:
+        raise StoreError(
+            f"thread {thread_id!r} belongs to resource {thread.resource_id!r}, not {resource_id!r}"
+        )
+
+
 async def subscribe(
     agent: Agent, *, resource_id: str | None = None, thread_id: str
 ) -> ThreadSubscription:
@@ -134,6 +144,8 @@ async def subscribe(
     if resource_id is None:
         thread = await store.get_thread(thread_id)
         resource_id = thread.resource_id if thread is not None else None
+    else:
+        await check_thread_owner(store, resource_id, thread_id)
     await store.reap_expired_lease(thread_id)
     active = await store.active_run(thread_id)
     if active is not None and active.start_seq is not None:

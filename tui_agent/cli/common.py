@@ -7,8 +7,10 @@ import asyncio
 import getpass
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -74,9 +76,9 @@ def build_agent(args: argparse.Namespace) -> Any:
 
 
 def load_agents(spec: str) -> list[Any]:
-    """``path/to/file.py:name`` or ``package.module:name`` → the Agent objects it names."""
-    from tui_agent.agent.agent import Agent
-
+    """``path/to/file.py:name`` or ``package.module:name`` → the Agent objects it names: an
+    Agent, a list/tuple or dict of them, or a function (taking no arguments) returning one of
+    those. Anything else is refused, and nothing else is called."""
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr:
         raise ConfigError(
@@ -86,42 +88,102 @@ def load_agents(spec: str) -> list[Any]:
     if not hasattr(module, attr):
         raise ConfigError(f"--agent {spec!r}: {target} has no attribute {attr!r}")
     value = getattr(module, attr)
-    if callable(value) and not isinstance(value, Agent):
-        value = value()  # a factory
-    if isinstance(value, Agent):
-        agents = [value]
-    elif isinstance(value, Mapping):
-        agents = list(value.values())
-    elif isinstance(value, list | tuple):
-        agents = list(value)
-    else:
-        agents = []
-    if not agents or not all(isinstance(a, Agent) for a in agents):
+    if inspect.isfunction(value):
+        value = _call_factory(value, spec)
+    agents = _as_agents(value)
+    if agents is None:
         raise ConfigError(
             f"--agent {spec!r}: {attr} must be an Agent, a list or dict of Agents, or a "
-            f"function returning one; got {type(value).__name__}"
+            f"function returning one; got {_kind(value)}"
         )
     return agents
 
 
+def _call_factory(factory: Any, spec: str) -> Any:
+    required = [p for p in inspect.signature(factory).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
+                                                       p.KEYWORD_ONLY)]
+    if required:
+        raise ConfigError(f"--agent {spec!r}: the function takes arguments "
+                          f"({', '.join(p.name for p in required)}); it must take none")
+    value = factory()
+    if inspect.isawaitable(value):
+        value.close()  # type: ignore[attr-defined]
+        raise ConfigError(f"--agent {spec!r}: the function must not be async")
+    return value
+
+
+def _as_agents(value: Any) -> list[Any] | None:
+    from tui_agent.agent.agent import Agent
+
+    if isinstance(value, Agent):
+        return [value]
+    items = list(value.values()) if isinstance(value, Mapping) else (
+        list(value) if isinstance(value, list | tuple) else [])
+    return items if items and all(isinstance(a, Agent) for a in items) else None
+
+
+def _kind(value: Any) -> str:
+    if inspect.isclass(value):
+        return f"the class {value.__name__} (give an instance, or a function returning one)"
+    return type(value).__name__
+
+
 def _load_module(target: str, spec: str) -> Any:
     if target.endswith(".py") or os.sep in target or "/" in target:
-        path = Path(target)
-        if not path.is_file():
-            raise ConfigError(f"--agent {spec!r}: file {target} does not exist")
-        module_name = f"tui_agent_user_{path.stem}"
-        module_spec = importlib.util.spec_from_file_location(module_name, path)
-        if module_spec is None or module_spec.loader is None:
-            raise ConfigError(f"--agent {spec!r}: cannot load {target} as Python")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[module_name] = module
-        sys.path.insert(0, str(path.resolve().parent))  # its sibling imports work
-        module_spec.loader.exec_module(module)
-        return module
+        return _load_file(Path(target), spec)
     try:
         return importlib.import_module(target)
     except ModuleNotFoundError as error:
         raise ConfigError(f"--agent {spec!r}: no module {error.name!r}") from None
+    except SyntaxError as error:
+        raise ConfigError(f"--agent {spec!r}: {_syntax_error(error)}") from None
+
+
+def _load_file(path: Path, spec: str) -> Any:
+    """Import the file as a module. Its folder is on sys.path only while it runs, and last: its
+    sibling modules import, but a ``litellm.py`` beside it cannot shadow an installed package,
+    neither then nor later."""
+    if not path.is_file():
+        raise ConfigError(f"--agent {spec!r}: file {path} does not exist")
+    module_name = f"tui_agent_user_{path.stem}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise ConfigError(f"--agent {spec!r}: cannot load {path} as Python")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    folder = str(path.resolve().parent)
+    added = folder not in sys.path
+    if added:
+        sys.path.append(folder)
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as error:
+        sys.modules.pop(module_name, None)
+        raise ConfigError(f"--agent {spec!r}: {_syntax_error(error)}") from None
+    except Exception as error:
+        sys.modules.pop(module_name, None)
+        raise ConfigError(f"--agent {spec!r}: importing {path} failed at "
+                          f"{_where_in(error, path)}: {type(error).__name__}: {error}") from None
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
+    return module
+
+
+def _syntax_error(error: SyntaxError) -> str:
+    line = (error.text or "").strip()
+    shown = f": {line}" if line else ""
+    return f"{error.filename}:{error.lineno}: {type(error).__name__}: {error.msg}{shown}"
+
+
+def _where_in(error: BaseException, path: Path) -> str:
+    """``file:line`` of the deepest frame of the traceback in the user's file."""
+    where = str(path)
+    for frame in traceback.extract_tb(error.__traceback__):
+        if Path(frame.filename).resolve() == path.resolve():
+            where = f"{path}:{frame.lineno}"
+    return where
 
 
 def pick_agent(agents: list[Any], name: str | None, spec: str) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -184,6 +185,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    warnings.formatwarning = _one_line_warning
     args = parse_args(argv)
     try:
         if args.command != "app":  # the app reads them after its first paint
@@ -192,12 +194,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as error:
-        from tui_agent.errors import TuiAgentError
-
-        if not isinstance(error, TuiAgentError):
+        if not _is_expected(error):
             raise
         _print_error(error)
         return EXIT_ERROR
+
+
+def _is_expected(error: Exception) -> bool:
+    """Errors that are the user's input or the outside world (one line, exit 2), not a bug:
+    ours, and a store file sqlite3 cannot use (where the store did not name it already)."""
+    import sqlite3
+
+    from tui_agent.errors import TuiAgentError
+
+    return isinstance(error, TuiAgentError | sqlite3.DatabaseError)
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any,
+                      **__: Any) -> str:
+    return f"tui-agent: warning: {message}\n"
 
 
 def _print_error(error: BaseException) -> None:

@@ -24,6 +24,7 @@ from tui_agent.notifications.policy import (
 )
 from tui_agent.notifications.records import STATUSES, NotificationRecord
 from tui_agent.signals import check_attributes, parse_if_idle, parse_target, unknown_keys_error
+from tui_agent.signals.limits import check_json_value, check_limit, check_str, check_text
 from tui_agent.store.codec import new_id
 from tui_agent.store.contract import Store
 from tui_agent.store.records import to_datetime
@@ -52,7 +53,7 @@ class InboxMixin:
         """Newest first (by last change: a merge brings a record back to the top)."""
         _check_status(status)
         return await self.store.list_notifications(thread_id=thread_id, status=status,
-                                                   limit=limit)
+                                                   limit=check_limit(limit, "limit"))
 
     async def search_notifications(
         self, query: str, thread_id: str | None = None, limit: int = 50
@@ -60,7 +61,8 @@ class InboxMixin:
         """Records whose summary, kind or source contains ``query`` (any case), newest first."""
         if not isinstance(query, str):
             raise TypeError(f"query must be a string, got {type(query).__name__}")
-        return await self.store.search_notifications(query, thread_id=thread_id, limit=limit)
+        return await self.store.search_notifications(query, thread_id=thread_id,
+                                                     limit=check_limit(limit, "limit"))
 
     async def mark_notification_seen(self, notification_id: str) -> NotificationRecord:
         return await self._set_status(notification_id, "seen")
@@ -91,6 +93,7 @@ def _text(raw: Mapping[str, Any], key: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not value.strip():
         raise SignalError(f"notification {key!r} must be a non-empty string, got {value!r}")
+    check_text(value, f"notification {key!r}")
     return value
 
 
@@ -98,7 +101,7 @@ def _optional_key(raw: Mapping[str, Any], key: str) -> str | None:
     value = raw.get(key)
     if value is not None and (not isinstance(value, str) or not value):
         raise SignalError(f"notification {key!r} must be a non-empty string, got {value!r}")
-    return value
+    return value if value is None else check_str(value, f"notification {key!r}")
 
 
 def _check_json(value: Any, what: str) -> Any:
@@ -106,8 +109,12 @@ def _check_json(value: Any, what: str) -> Any:
 
     try:
         json.dumps(value, allow_nan=False)
+    except RecursionError:
+        check_json_value(value, f"notification {what}")  # names the field and the depth limit
+        raise
     except (TypeError, ValueError) as exc:
         raise SignalError(f"notification {what} must be JSON: {exc}") from None
+    check_json_value(value, f"notification {what}")  # also: lone surrogates, nesting depth
     return value
 
 

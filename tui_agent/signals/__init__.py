@@ -45,6 +45,7 @@ from tui_agent.signals.elements import (
     render_signal,
     to_model_message,
 )
+from tui_agent.signals.limits import InputLimits, input_limits, set_input_limits
 
 __all__ = [
     "ACTIVE_BEHAVIORS",
@@ -53,6 +54,7 @@ __all__ = [
     "SIGNAL_TYPES",
     "IfActive",
     "IfIdle",
+    "InputLimits",
     "Signal",
     "SignalType",
     "Target",
@@ -66,6 +68,7 @@ __all__ = [
     "escape_attribute",
     "escape_text",
     "file_part_to_openai",
+    "input_limits",
     "is_plain",
     "merge_attributes",
     "neutralize_markup",
@@ -79,6 +82,7 @@ __all__ = [
     "render_element",
     "render_notification",
     "render_signal",
+    "set_input_limits",
     "signal_text",
     "to_model_message",
     "unknown_keys_error",

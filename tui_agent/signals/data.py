@@ -8,7 +8,7 @@ wrong, before anything is stored; pydantic's ValidationError never escapes the `
 from __future__ import annotations
 
 import base64
-import math
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -25,6 +25,13 @@ from pydantic import (
 )
 
 from tui_agent.errors import SignalError
+from tui_agent.signals.limits import (
+    InputLimits,
+    check_id,
+    check_json_value,
+    check_text,
+    input_limits,
+)
 
 SignalType = Literal["user", "state", "reactive", "notification"]
 SIGNAL_TYPES: tuple[str, ...] = ("user", "state", "reactive", "notification")
@@ -47,6 +54,9 @@ _NAME_RE = re.compile(NAME_PATTERN)
 # longer carry the attribute (nor keep its plain tag), so the model would not see what was sent.
 _RESERVED_ATTRIBUTES = frozenset({"xmlns"})
 
+# The elements a model reads as the user speaking: only a user signal may use them.
+_USER_TAGS = frozenset({"user", "user-message"})
+
 _MESSAGE_KEYS = frozenset({"contents", "attributes", "metadata", "provider_options"})
 _SIGNAL_KEYS = _MESSAGE_KEYS | {"type", "tag_name"}
 _TEXT_PART_KEYS = frozenset({"type", "text", "provider_options"})
@@ -68,27 +78,19 @@ def check_name(name: Any, what: str, where: str = "") -> str:
     return name
 
 
-def _check_attribute_value(value: Any, where: str) -> None:
-    if value is None or isinstance(value, (str, bool, int)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise SignalError(f"{where} is {value!r}: attribute numbers must be finite")
-        return
-    if isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check_attribute_value(item, f"{where}[{i}]")
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise SignalError(f"{where} has a non-string key {key!r}")
-            _check_attribute_value(item, f"{where}[{key!r}]")
-        return
-    raise SignalError(
-        f"{where} has unsupported type {type(value).__name__}: attribute values are strings, "
-        "numbers, booleans, None, or JSON lists/objects (convert it with str() first)"
-    )
+def _check_attribute_value(value: Any, where: str, limits: InputLimits) -> None:
+    check_json_value(value, where)
+    if isinstance(value, str):
+        size = len(value) if value.isascii() else len(value.encode("utf-8"))
+    elif isinstance(value, (list, tuple, Mapping)):
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    else:
+        return  # a number, bool or None: small
+    if size > limits.max_attribute_bytes:
+        raise SignalError(
+            f"{where} is {size:,} bytes; the limit is {limits.max_attribute_bytes:,} "
+            "(setting max_attribute_bytes)"
+        )
 
 
 def check_attributes(attributes: Any, what: str = "attributes") -> dict[str, Any]:
@@ -97,12 +99,18 @@ def check_attributes(attributes: Any, what: str = "attributes") -> dict[str, Any
         return {}
     if not isinstance(attributes, Mapping):
         raise SignalError(f"{what} must be a dict, got {type(attributes).__name__}")
+    limits = input_limits()
+    if len(attributes) > limits.max_attributes:
+        raise SignalError(
+            f"{what} has {len(attributes)} attributes; the limit is {limits.max_attributes} "
+            "(setting max_attributes)"
+        )
     out: dict[str, Any] = {}
     for name, value in attributes.items():
         check_name(name, "attribute name", what)
         if name in _RESERVED_ATTRIBUTES:
             raise SignalError(f"attribute name {name!r} in {what} is reserved by XML")
-        _check_attribute_value(value, f"{what}[{name!r}]")
+        _check_attribute_value(value, f"{what}[{name!r}]", limits)
         out[name] = value
     return out
 
@@ -134,6 +142,7 @@ def _check_part(part: Any, where: str) -> dict[str, Any]:
             raise unknown_keys_error(set(part) - _TEXT_PART_KEYS, _TEXT_PART_KEYS, where)
         if not isinstance(part.get("text"), str):
             raise SignalError(f"{where} is a text part and needs 'text' as a string")
+        check_json_value(part.get("provider_options"), f"{where} provider_options")
         return dict(part)
     if kind == "file":
         return _check_file_part(part, where)
@@ -156,25 +165,46 @@ def _check_file_part(part: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise SignalError(f"{where} 'data' must be base64 text or bytes")
     if has_url and not isinstance(out["url"], str):
         raise SignalError(f"{where} 'url' must be a string")
+    for key, value in out.items():
+        check_json_value(value, f"{where} {key!r}")
     return out
 
 
 def check_contents(contents: Any, what: str = "contents") -> str | list[dict[str, Any]]:
-    """Contents are a string or a list of text/file parts."""
+    """Contents are a string or a list of text/file parts; their text within max_text_bytes."""
     if isinstance(contents, str):
+        check_text(contents, what)
         return contents
     if isinstance(contents, (list, tuple)):
-        return [_check_part(p, f"{what}[{i}]") for i, p in enumerate(contents)]
+        parts = [_check_part(p, f"{what}[{i}]") for i, p in enumerate(contents)]
+        _check_total_text(parts, what)
+        return parts
     raise SignalError(
         f"{what} must be a string or a list of text/file parts, got {type(contents).__name__}"
     )
 
 
+def _check_total_text(parts: list[dict[str, Any]], what: str) -> None:
+    """Each text part is valid text; all of them together within max_text_bytes."""
+    limits = input_limits()
+    total = 0
+    for i, part in enumerate(parts):
+        if part["type"] == "text":
+            total += check_text(part["text"], f"{what}[{i}] text", limits)
+    if total > limits.max_text_bytes:
+        raise SignalError(
+            f"{what} text is {total:,} bytes; the limit is {limits.max_text_bytes:,} "
+            "(setting max_text_bytes)"
+        )
+
+
 def _json_object(value: Any, what: str) -> dict[str, Any]:
+    """A dict that can be stored as JSON (see ``check_json_value``)."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise SignalError(f"{what} must be a dict, got {type(value).__name__}")
+    check_json_value(value, what)
     return dict(value)
 
 
@@ -220,6 +250,16 @@ class Signal(BaseModel):
     def _attributes(cls, v: Any) -> Any:
         return check_attributes(v)
 
+    @field_validator("metadata", "provider_options", mode="before")
+    @classmethod
+    def _json(cls, v: Any, info: Any) -> Any:
+        return _json_object(v, info.field_name)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        return check_id(v, "signal id")
+
     @field_validator("created_at")
     @classmethod
     def _utc(cls, v: datetime) -> datetime:
@@ -232,6 +272,11 @@ class Signal(BaseModel):
             self.tag_name = DEFAULT_TAGS[self.type]  # a valid name: nothing to check
         else:
             check_name(self.tag_name, "tag_name")
+            if self.type != "user" and self.tag_name.lower() in _USER_TAGS:
+                raise SignalError(
+                    f"tag_name {self.tag_name!r} is the user's: a {self.type!r} signal cannot "
+                    "pose as a user message (use send_message, or another tag name)"
+                )
         return self
 
     @property
@@ -443,7 +488,7 @@ def _check_id(value: Any, name: str) -> str | None:
         raise SignalError(f"{name} must be a string, got {type(value).__name__}")
     if not value.strip():
         raise SignalError(f"{name} must not be empty")
-    return value
+    return check_id(value, name)
 
 
 def parse_target(

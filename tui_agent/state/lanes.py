@@ -24,6 +24,7 @@ from tui_agent.signals import (
     parse_target,
     unknown_keys_error,
 )
+from tui_agent.signals.limits import check_id, check_json_value, check_limit, check_str
 from tui_agent.store.codec import dumps
 from tui_agent.store.contract import Store
 from tui_agent.store.records import StateLane, StateLaneVersion
@@ -83,7 +84,7 @@ class StateLanesMixin:
         self, thread_id: str, lane_id: str, limit: int = 50
     ) -> list[StateLaneVersion]:
         """The lane's versions, newest first."""
-        return await self.store.state_lane_history(thread_id, lane_id, limit)
+        return await self.store.state_lane_history(thread_id, lane_id, check_limit(limit, "limit"))
 
 
 # -- sending --------------------------------------------------------------------------------------
@@ -93,10 +94,14 @@ def _json_value(value: Any, what: str) -> Any:
     """``value`` if it survives a JSON round trip unchanged in kind, else a clear error."""
     try:
         json.dumps(value, allow_nan=False)
+    except RecursionError:
+        check_json_value(value, f"state {what}")  # names the field and the depth limit
+        raise
     except (TypeError, ValueError) as exc:
         raise SignalError(
             f"state {what} must be JSON (dicts, lists, strings, numbers): {exc}"
         ) from None
+    check_json_value(value, f"state {what}")  # also: lone surrogates, nesting depth
     return value
 
 
@@ -135,8 +140,8 @@ class _StateIn:
 
     def __init__(self, state: Any) -> None:
         state = _check_keys(state)
-        self.lane_id = _require_str(state, "id")
-        self.cache_key = _require_str(state, "cache_key")
+        self.lane_id = check_id(_require_str(state, "id"), "state id")
+        self.cache_key = check_str(_require_str(state, "cache_key"), "state cache_key")
         self.mode: str = state.get("mode") or "snapshot"
         if self.mode not in MODES:
             raise SignalError(f"unknown state mode {self.mode!r}; modes are 'snapshot', 'delta'")
@@ -152,7 +157,7 @@ class _StateIn:
         metadata = state.get("metadata")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise SignalError(f"state metadata must be a dict, got {type(metadata).__name__}")
-        self.metadata = dict(metadata or {})
+        self.metadata = _json_value(dict(metadata or {}), "metadata")
         payload = self.value if self.mode == "snapshot" else self.delta
         contents = state.get("contents")
         self.contents = check_contents(dumps(payload) if contents is None else contents,

@@ -31,7 +31,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any, TypeVar
 
 import tui_agent.store.txn as txn
@@ -39,6 +38,7 @@ from tui_agent.errors import StoreError
 from tui_agent.events import echo_source, echo_type
 from tui_agent.store.aiosqlite_private import make_worker_daemon, run_with_connection
 from tui_agent.store.codec import dumps, loads, new_id
+from tui_agent.store.files import prepare_store_file, tighten_sidecars, unusable_store_error
 from tui_agent.store.location import MEMORY, default_location, sqlite_path
 from tui_agent.store.records import (
     ActiveRun,
@@ -126,7 +126,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         import aiosqlite
 
         if self.path != MEMORY:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            prepare_store_file(self.path)  # private (0700 dir, 0600 file) whatever the umask
         target, uri = self._target()
         connection = aiosqlite.connect(
             target, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, uri=uri
@@ -134,16 +134,21 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         # aiosqlite's worker thread is not a daemon: a program that never closes its store
         # would hang at exit.
         make_worker_daemon(connection)
-        db = await connection
+        try:
+            db = await connection
+        except sqlite3.DatabaseError as error:
+            raise unusable_store_error(self.path, error) or error from None
         try:
             await db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             await _enable_wal(db)
             await db.execute("PRAGMA synchronous=NORMAL")
             await db.execute("PRAGMA foreign_keys=ON")
             await self._migrate(db)
-        except BaseException:
+        except BaseException as error:
             await db.close()  # a file we cannot use (e.g. newer schema) must not leak a thread
-            raise
+            raise unusable_store_error(self.path, error) or error from None
+        if self.path != MEMORY:
+            tighten_sidecars(self.path)
         return db
 
     async def _migrate(self, db: Any) -> None:
@@ -193,9 +198,12 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         transaction has committed. Writes queued meanwhile share it (group commit, see the
         module docstring); a write that raises is rolled back alone. A write queued behind
         another is committed even if its caller is cancelled meanwhile."""
-        if self._writer is None and not self._leading:
-            return await self._write_now(body, args)
-        return await self.submit(body, *args)
+        try:
+            if self._writer is None and not self._leading:
+                return await self._write_now(body, args)
+            return await self.submit(body, *args)
+        except sqlite3.DatabaseError as error:
+            raise unusable_store_error(self.path, error) or error from None
 
     async def _write_now(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
         """Nothing is in flight: run the write in the caller's own task at once (no writer task,
@@ -274,7 +282,10 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         db = await self._conn()
-        return list(await db.execute_fetchall(sql, params))
+        try:
+            return list(await db.execute_fetchall(sql, params))
+        except sqlite3.DatabaseError as error:
+            raise unusable_store_error(self.path, error) or error from None
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
         rows = await self.fetchall(sql, params)
@@ -532,6 +543,8 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         """Flag the thread's live run for abort, from plain (non-async) code: the run's owner,
         in whichever process, sees the flag and stops. Returns the run id, or None."""
         target, uri = self._target()
+        if not uri:
+            prepare_store_file(self.path)  # it may be the first to create the file
         with sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, uri=uri) as db:
             db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             try:
