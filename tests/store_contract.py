@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tui_agent.errors import StoreError
+from tui_agent.errors import LeaseLostError, StoreError
 from tui_agent.store import Store
 from tui_agent.store.codec import new_id
 from tui_agent.store.records import EventIn, MessageIn, NotificationRecord, SignalIn
@@ -154,6 +154,74 @@ class StoreContract:
         assert [m.content for m in await store.list_messages(T)] == ["done"]
         assert await store.start_run(T, R, "r2", owner="other", ttl_s=30)
         assert (await store.list_runs(T))[0].id == "r2"
+
+    # -- fencing: a run that lost its lease writes nothing more --------------------------------
+
+    async def _stale_and_successor(self, store: Store) -> tuple[str, str]:
+        """Run "old" whose owner stalled past its TTL, and "new", which took the thread over."""
+        assert await store.start_run(T, R, "old", owner="stalled", ttl_s=DEAD_TTL)
+        assert await store.start_run(T, R, "new", owner=OWNER, ttl_s=30)  # reaps "old"
+        return "old", "new"
+
+    async def test_a_stale_runs_appends_are_refused(self, store: Store) -> None:
+        old, new = await self._stale_and_successor(store)
+        before = await store.read_events(T, 0)
+        with pytest.raises(LeaseLostError):
+            await store.append(T, R, messages=[MessageIn("assistant", "late", run_id=old)],
+                               events=[EventIn("text-delta", {"text": "late"}, old)], fence=old)
+        with pytest.raises(LeaseLostError):
+            await store.append_soon(T, R, events=[EventIn("text-delta", {"text": "x"}, old)],
+                                    fence=old)
+        await store.append(T, R, events=[EventIn("text-delta", {"text": "ok"}, new)], fence=new)
+        after = await store.read_events(T, 0)
+        assert [e["run_id"] for e in after[len(before):]] == [new]
+        assert await store.list_messages(T) == []
+
+    async def test_a_refused_grouped_append_fails_alone(self, store: Store) -> None:
+        old, new = await self._stale_and_successor(store)
+        stale = store.append_soon(T, R, events=[EventIn("text-delta", {"text": "x"}, old)],
+                                  fence=old)
+        fresh = store.append_soon(T, R, events=[EventIn("text-delta", {"text": "y"}, new)],
+                                  fence=new)
+        results = await asyncio.gather(stale, fresh, return_exceptions=True)
+        assert isinstance(results[0], LeaseLostError) and results[1] is None
+        texts = [e["payload"].get("text") for e in await store.read_events(T, 0)]
+        assert "y" in texts and "x" not in texts
+
+    async def test_a_stale_run_cannot_claim_its_successors_signals(self, store: Store) -> None:
+        old, new = await self._stale_and_successor(store)
+        routed = await self._route(store, "for the new run")
+        assert (routed.action, routed.run_id) == ("deliver", new)
+        with pytest.raises(LeaseLostError):
+            await store.claim_signals(T, R, old, messages_before=[MessageIn("assistant", "l")])
+        taken = await store.claim_signals(T, R, new)
+        assert [s["message"]["content"] for s in taken] == ["for the new run"]
+        assert [m.content for m in await store.list_messages(T)] == ["for the new run"]
+
+    async def test_a_stale_runs_finish_is_refused_and_it_stays_interrupted(
+        self, store: Store
+    ) -> None:
+        old, new = await self._stale_and_successor(store)
+        with pytest.raises(LeaseLostError):
+            await store.finish_run(T, R, old, owner="stalled", status="finished",
+                                   finish_reason="stop", events=[EventIn("finish", {}, old)],
+                                   force=True)
+        run = await store.get_run(old)
+        assert run is not None and run.status == "interrupted"
+        active = await store.active_run(T)
+        assert active is not None and active.run_id == new  # the successor keeps its lease
+        assert not [e for e in await store.read_events(T, 0)
+                    if e["run_id"] == old and e["type"] == "finish"]
+
+    async def test_a_reaped_run_with_no_successor_is_fenced_too(self, store: Store) -> None:
+        assert await store.start_run(T, R, "old", owner="stalled", ttl_s=DEAD_TTL)
+        assert await store.reap_expired_lease(T)
+        with pytest.raises(LeaseLostError):
+            await store.append(T, R, events=[EventIn("text-delta", {"text": "x"}, "old")],
+                               fence="old")
+        with pytest.raises(LeaseLostError):
+            await store.finish_run(T, R, "old", owner="stalled", status="finished",
+                                   finish_reason="stop", events=[EventIn("finish")], force=True)
 
     async def test_concurrent_starts_take_the_lease_once(self, store: Store) -> None:
         started = await asyncio.gather(

@@ -30,7 +30,7 @@ from tui_agent.agent.result import (
     ToolResult,
     UsageInfo,
 )
-from tui_agent.errors import ProcessorError
+from tui_agent.errors import LeaseLostError, ProcessorError
 from tui_agent.events import (
     ABORT,
     DATA_USER_MESSAGE,
@@ -130,6 +130,7 @@ class Run:
         self.local_signals: list[dict[str, Any]] = []  # memoryless runs only
         self.accepting_signals = True
         self._finished = False  # the run's end is written and its finish chunk emitted
+        self.lease_lost: LeaseLostError | None = None  # set once a fenced write is refused
         self._tool_context = ToolContext(
             agent=deps.agent,
             run_id=self.run_id,
@@ -153,7 +154,17 @@ class Run:
         # loop iteration and share one group commit (see SqliteStore.write).
         await _until(_next_flush_tick(asyncio.get_running_loop().time()))
         self._flush_waiting = False  # from here on it writes: let it finish, never cancel
-        await self._flush(grouped=True)
+        try:
+            await self._flush(grouped=True)
+        except LeaseLostError as lost:
+            self._lose_lease(lost)
+
+    def _lose_lease(self, lost: LeaseLostError) -> None:
+        """A fenced write was refused: another run owns the thread now. Stop at once (the
+        abort path cancels the model call or tool); nothing more of this run is stored."""
+        if self.lease_lost is None:
+            self.lease_lost = lost
+        self.abort_event.set()
 
     async def _settle_flusher(self) -> None:
         """At the end of a run: a flush still waiting is dropped (the run's last write takes
@@ -177,7 +188,13 @@ class Run:
             assert self.thread_id and self.resource_id
             store = self.memory.store
             append = store.append_soon if grouped else store.append  # grouped: a tick's flush
-            await append(self.thread_id, self.resource_id, messages=messages or (), events=events)
+            await append(
+                self.thread_id,
+                self.resource_id,
+                messages=messages or (),
+                events=events,
+                fence=self.run_id,
+            )
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -194,7 +211,10 @@ class Run:
             return await self._finish(finish_reason)
         except _Aborted:
             self.accepting_signals = False
-            return await self._finish_aborted()
+            if self.lease_lost is None:
+                return await self._finish_aborted()
+            await self._finish_failed(self.lease_lost)
+            raise self.lease_lost from None
         except BaseException as error:
             self.accepting_signals = False
             await self._finish_failed(error)
@@ -624,6 +644,8 @@ class Run:
         self.output.push(
             {"type": ERROR, "run_id": self.run_id, "from": FROM_AGENT, "payload": payload}
         )
+        if isinstance(error, LeaseLostError):
+            return  # the thread is another run's now: this run's end stays "interrupted"
         # What was already said stays said: the partial answer is stored, marked failed.
         partial = [] if not self._partial else [
             MessageIn("assistant", self._partial, self.run_id, metadata={"failed": True})
@@ -652,7 +674,12 @@ class Run:
                 )
                 last_renewal = time.monotonic()
                 if not ours:
-                    return  # finished meanwhile, or declared dead: nothing left to guard
+                    if not self._finished:  # declared dead while still going: stop now
+                        self._lose_lease(LeaseLostError(
+                            f"run {self.run_id} lost the lease of thread {self.thread_id!r}"
+                            " (it stalled past its TTL and was interrupted)"
+                        ))
+                    return
             else:
                 abort = await store.abort_requested(self.thread_id, self.run_id)
             if abort:

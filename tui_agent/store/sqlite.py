@@ -368,9 +368,13 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         *,
         messages: Iterable[MessageIn] = (),
         events: Iterable[EventIn] = (),
+        fence: str | None = None,
     ) -> None:
-        """Append messages and events to a thread in one transaction."""
-        await self.write(txn.append, thread_id, resource_id, list(messages), list(events))
+        """Append messages and events to a thread in one transaction (refused with
+        ``LeaseLostError`` unless run ``fence``, if given, holds the thread's lease)."""
+        await self.write(
+            txn.append_as_run, thread_id, resource_id, list(messages), list(events), fence
+        )
         self._notify(thread_id)
 
     def append_soon(
@@ -380,12 +384,15 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         *,
         messages: Iterable[MessageIn] = (),
         events: Iterable[EventIn] = (),
+        fence: str | None = None,
     ) -> asyncio.Future[None]:
         """:meth:`append`, queued at once for the writer's next group commit, never run alone
         (as a lone :meth:`append` is): appends made in the same loop iteration, such as the
         delta flushes of several runs on one tick, share one transaction. The future resolves
         once it is committed."""
-        appended = self.submit(txn.append, thread_id, resource_id, list(messages), list(events))
+        appended = self.submit(
+            txn.append_as_run, thread_id, resource_id, list(messages), list(events), fence
+        )
         appended.add_done_callback(partial(self._notify_committed, thread_id))
         return appended
 

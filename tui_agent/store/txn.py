@@ -14,7 +14,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-from tui_agent.errors import StoreError
+from tui_agent.errors import LeaseLostError, StoreError
 from tui_agent.events import FINISH, FROM_AGENT, INTERRUPTED, START, echo_source, echo_type
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.records import (
@@ -184,7 +184,35 @@ def append(
         )
 
 
+def append_as_run(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    messages: list[MessageIn],
+    events: list[EventIn],
+    fence: str | None,
+) -> None:
+    """:func:`append`, refused (``LeaseLostError``) unless run ``fence`` holds the lease."""
+    if fence is not None:
+        check_lease(conn, thread_id, fence)
+    append(conn, thread_id, resource_id, messages, events)
+
+
 # -- runs and leases --------------------------------------------------------------------------
+
+
+def check_lease(conn: Conn, thread_id: str, run_id: str) -> None:
+    """The fence, checked inside the transaction of every write a run makes: the run must
+    still hold the thread's lease. The run id is the fencing token: each grant of a lease
+    mints a new run (the ``runs`` primary key keeps ids unique), so a run whose lease was
+    reaped or handed to another run can never match again."""
+    row = conn.execute("SELECT run_id FROM leases WHERE thread_id=?", (thread_id,)).fetchone()
+    if row is None or row[0] != run_id:
+        holder = "no run" if row is None else f"run {row[0]}"
+        raise LeaseLostError(
+            f"run {run_id} lost the lease of thread {thread_id!r} ({holder} holds it now):"
+            " its write was refused"
+        )
 
 
 def live_lease(conn: Conn, thread_id: str) -> tuple[str, str] | None:
@@ -296,6 +324,7 @@ def finish_run(
     events: list[EventIn],
     force: bool,
 ) -> FinishOutcome:
+    check_lease(conn, thread_id, run_id)
     if not force and count_pending(conn, thread_id):
         return FinishOutcome(finished=False)
     append(conn, thread_id, resource_id, messages, events[:-1])
@@ -533,6 +562,7 @@ def claim_signals(
     messages_before: list[MessageIn],
     events_before: list[EventIn],
 ) -> list[dict[str, Any]]:
+    check_lease(conn, thread_id, run_id)
     append(conn, thread_id, resource_id, messages_before, events_before)
     return _take_pending(conn, thread_id, resource_id, run_id, "delivered")
 
