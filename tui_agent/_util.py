@@ -6,8 +6,10 @@ as is, a value JSON cannot hold written as its ``str()`` rather than failing a w
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
+from collections.abc import Callable
 from typing import Any
 
 
@@ -16,6 +18,18 @@ async def maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+async def call_off_loop(function: Callable[..., Any], *args: Any) -> Any:
+    """Call a user callback that may be sync or async. A sync one runs in a worker thread (as
+    pydantic-ai runs sync tools), so a slow tool or hook never stalls the event loop: lease
+    renewal, subscriptions and the app go on meanwhile (tests/test_tools_off_loop.py). What it
+    returns is awaited if awaitable."""
+    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        type(function).__call__  # an object with an async __call__
+    ):
+        return await function(*args)
+    return await maybe_await(await asyncio.to_thread(function, *args))
 
 
 def as_dict(value: Any, what: str) -> dict[str, Any]:

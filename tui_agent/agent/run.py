@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tui_agent._util import dump_if_model, maybe_await
+from tui_agent._util import call_off_loop, dump_if_model
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.processors import RetryStep
 from tui_agent.agent.result import (
@@ -454,7 +454,7 @@ class Run:
         before = hooks.get("before_tool_call")
         output: Any = None
         error: BaseException | None = None
-        decision = await maybe_await(before(hook_input)) if before else None
+        decision = await call_off_loop(before, hook_input) if before else None
         if isinstance(decision, dict) and decision.get("proceed") is False:
             output = decision.get("output")
         else:
@@ -464,7 +464,7 @@ class Run:
                 error = raised
         after = hooks.get("after_tool_call")
         if after:
-            await maybe_await(after({**hook_input, "output": output, "error": error}))
+            await call_off_loop(after, {**hook_input, "output": output, "error": error})
         if error is not None:
             return _error_result(call, f"{type(error).__name__}: {error}")
         return ToolResult(
