@@ -55,6 +55,28 @@ def dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+def _text_form(value: Any) -> str:
+    """What a strict check accepts for a value JSON cannot hold: a meaningful ``str()`` (a
+    datetime, a path), not the default ``<Foo object at 0x…>``."""
+    kind = type(value)
+    if kind.__str__ is object.__str__ and kind.__repr__ is object.__repr__:
+        raise TypeError(f"a {kind.__name__} object has no JSON form")
+    return str(value)
+
+
+_STRICT_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_text_form, ensure_ascii=False)
+
+
+def why_unstorable(value: Any) -> str | None:
+    """Why ``value`` cannot be stored as JSON (a circular structure, an integer too long to
+    write, nesting too deep, an object with no JSON or text form), or None if it can."""
+    try:
+        _STRICT_ENCODER.encode(value)
+    except (ValueError, TypeError, RecursionError) as error:
+        return f"{type(error).__name__}: {str(error)[:200]}"
+    return None
+
+
 def loads(text: str | None) -> Any:
     """The value of a JSON column (``None`` for SQL NULL)."""
     return None if text is None else json.loads(text)

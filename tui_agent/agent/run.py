@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tui_agent._util import call_off_loop, dump_if_model
+from tui_agent._util import call_off_loop, dump_if_model, why_unstorable
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.processors import RetryStep
 from tui_agent.agent.result import (
@@ -130,7 +130,9 @@ class Run:
         self.local_signals: list[dict[str, Any]] = []  # memoryless runs only
         self.accepting_signals = True
         self._finished = False  # the run's end is written and its finish chunk emitted
-        self.lease_lost: LeaseLostError | None = None  # set once a fenced write is refused
+        # Set once a write of the run's log failed (refused by the fence, the disk full): the
+        # run stops at once and ends failed with it.
+        self.write_error: Exception | None = None
         self._tool_context = ToolContext(
             agent=deps.agent,
             run_id=self.run_id,
@@ -156,14 +158,15 @@ class Run:
         self._flush_waiting = False  # from here on it writes: let it finish, never cancel
         try:
             await self._flush(grouped=True)
-        except LeaseLostError as lost:
-            self._lose_lease(lost)
+        except Exception as error:
+            self._stop_on_write_error(error)
 
-    def _lose_lease(self, lost: LeaseLostError) -> None:
-        """A fenced write was refused: another run owns the thread now. Stop at once (the
-        abort path cancels the model call or tool); nothing more of this run is stored."""
-        if self.lease_lost is None:
-            self.lease_lost = lost
+    def _stop_on_write_error(self, error: Exception) -> None:
+        """The run's log could not be written: the fence refused it (another run owns the
+        thread now) or the store failed (disk full). Stop at once (the abort path cancels the
+        model call or tool) and end failed with this error."""
+        if self.write_error is None:
+            self.write_error = error
         self.abort_event.set()
 
     async def _settle_flusher(self) -> None:
@@ -211,10 +214,10 @@ class Run:
             return await self._finish(finish_reason)
         except _Aborted:
             self.accepting_signals = False
-            if self.lease_lost is None:
+            if self.write_error is None:
                 return await self._finish_aborted()
-            await self._finish_failed(self.lease_lost)
-            raise self.lease_lost from None
+            await self._finish_failed(self.write_error)
+            raise self.write_error from None
         except BaseException as error:
             self.accepting_signals = False
             await self._finish_failed(error)
@@ -467,11 +470,15 @@ class Run:
             await call_off_loop(after, {**hook_input, "output": output, "error": error})
         if error is not None:
             return _error_result(call, f"{type(error).__name__}: {error}")
+        result = dump_if_model(output)
+        unstorable = why_unstorable(result)
+        if unstorable is not None:
+            return _error_result(call, f"the tool's result cannot be stored: {unstorable}")
         return ToolResult(
             tool_call_id=call.tool_call_id,
             tool_name=call.tool_name,
             args=call.args,
-            result=dump_if_model(output),
+            result=result,
         )
 
     def _tool_context_fields(self) -> dict[str, Any]:
@@ -650,14 +657,38 @@ class Run:
         partial = [] if not self._partial else [
             MessageIn("assistant", self._partial, self.run_id, metadata={"failed": True})
         ]
-        # If the store is gone too, the run's own error is what matters.
-        with contextlib.suppress(Exception):
+        try:
             outcome = await asyncio.shield(
                 self._end_in_store(
                     "failed", "error", payload, force=True, error=message, messages=partial
                 )
             )
-            self._start_next(outcome)  # and behind a failed one
+        except Exception:
+            # The store refused the full end (a disk too full for the partial text and the log
+            # still pending): end it with nothing else, so the thread is released at once.
+            outcome = await self._end_failed_bare(message, payload)
+        self._start_next(outcome)  # and behind a failed one
+
+    async def _end_failed_bare(self, message: str, payload: dict[str, Any]) -> Any:
+        """The smallest end a failed run can write: its status and error event, the lease
+        released. If even that fails, the run's own error is what matters: its lease expires
+        after the TTL and another process takes the thread over."""
+        if self.memory is None:
+            return None
+        assert self.thread_id and self.resource_id
+        with contextlib.suppress(Exception):
+            return await asyncio.shield(self.memory.store.finish_run(
+                self.thread_id,
+                self.resource_id,
+                self.run_id,
+                owner=self.deps.runtime.owner,
+                status="failed",
+                finish_reason="error",
+                error=message,
+                events=[EventIn(ERROR, payload, self.run_id)],
+                force=True,
+            ))
+        return None
 
     async def _watch_lease(self) -> None:
         """Renew the thread lease every ``lease_renew_s`` and notice aborts asked from other
@@ -675,7 +706,7 @@ class Run:
                 last_renewal = time.monotonic()
                 if not ours:
                     if not self._finished:  # declared dead while still going: stop now
-                        self._lose_lease(LeaseLostError(
+                        self._stop_on_write_error(LeaseLostError(
                             f"run {self.run_id} lost the lease of thread {self.thread_id!r}"
                             " (it stalled past its TTL and was interrupted)"
                         ))

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import tui_agent.store.txn as txn
-from tui_agent.errors import StoreError
+from tui_agent.errors import StoreError, StoreFullError
 from tui_agent.events import echo_source, echo_type
 from tui_agent.store.aiosqlite_private import make_worker_daemon, run_with_connection
 from tui_agent.store.codec import dumps, loads, new_id
@@ -211,11 +211,21 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             db = await self._conn()
             assert self._write_lock is not None
             async with self._write_lock:
-                result = await run_with_connection(db, txn.in_transaction, body, *args)
+                try:
+                    result = await run_with_connection(db, txn.in_transaction, body, *args)
+                except sqlite3.Error as error:
+                    raise self._typed(error) from error
                 self._commits += 1
                 return result
         finally:
             self._leading = False
+
+    def _typed(self, error: BaseException) -> BaseException:
+        """A full disk (or ``max_page_count``) as one clear ``StoreFullError`` naming the
+        store; any other error as it is."""
+        if isinstance(error, sqlite3.Error) and "full" in str(error):
+            return StoreFullError(f"the store {self.path} is full ({error}): nothing was written")
+        return error
 
     def submit(self, body: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Queue ``body(conn, *args)`` as :meth:`write` does, without waiting: the future
@@ -256,11 +266,13 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
                 outcomes = await self._run_group(db, group)
         except BaseException as error:  # nothing of the group was stored
             for queued in group:
-                _settle(queued.future, txn.Outcome(error=_as_exception(error)))
+                _settle(queued.future, txn.Outcome(error=_as_exception(self._typed(error))))
             if not isinstance(error, Exception):
                 raise
             return  # the writes queued behind this group still get their own transaction
         for queued, outcome in zip(group, outcomes, strict=True):
+            if outcome.error is not None:
+                outcome.error = self._typed(outcome.error)
             _settle(queued.future, outcome)
 
     async def _run_group(self, db: Any, group: list[_Queued]) -> list[txn.Outcome]:

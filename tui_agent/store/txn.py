@@ -35,7 +35,8 @@ def in_transaction(conn: Conn, body: Any, *args: Any) -> Any:
     try:
         result = body(conn, *args)
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back already (I/O error, full disk)
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
     return result
