@@ -223,6 +223,66 @@ class StoreContract:
             await store.finish_run(T, R, "old", owner="stalled", status="finished",
                                    finish_reason="stop", events=[EventIn("finish")], force=True)
 
+    # -- stranded signals: a dead run's waiting signals are taken over ------------------------
+
+    async def _dead_run_with_pending(self, store: Store, *texts: str) -> str:
+        dead = await self._route(store, texts[0], ttl_s=DEAD_TTL)  # woke, then its owner died
+        for text in texts[1:]:
+            await store.route_signal(T, R, user_signal(text), if_active="deliver",
+                                     if_idle="wake", owner="sender", ttl_s=DEAD_TTL)
+        assert dead.run_id is not None
+        return dead.run_id
+
+    async def test_pending_signals_of_a_dead_run_are_rescued_once(self, store: Store) -> None:
+        await self._dead_run_with_pending(store, "one")
+        assert await store.stranded_threads() == [T]
+        rescued = await asyncio.gather(*(
+            store.rescue_stranded(T, owner=f"o{n}", ttl_s=30, agent_id="a") for n in range(4)))
+        winners = [r for r in rescued if r is not None]
+        assert len(winners) == 1
+        run_id, resource_id = winners[0]
+        assert resource_id == R
+        active = await store.active_run(T)
+        assert active is not None and active.run_id == run_id
+        assert await store.stranded_threads() == []
+        taken = await store.claim_signals(T, R, run_id)
+        assert [s["message"]["content"] for s in taken] == ["one"]
+
+    async def test_a_live_run_is_never_rescued(self, store: Store) -> None:
+        await self._route(store, "one")
+        assert await store.stranded_threads() == []
+        assert await store.rescue_stranded(T, owner="o", ttl_s=30) is None
+
+    async def test_a_queued_message_of_a_dead_run_gets_its_own_run(self, store: Store) -> None:
+        assert await store.start_run(T, R, "dying", owner="gone", ttl_s=0.3)
+        queued = await self._route(store, "later", queue=True, ttl_s=30)
+        assert queued.action == "deliver"
+        async with asyncio.timeout(5):  # its owner never renews: the lease runs out
+            while await store.active_run(T) is not None:
+                await asyncio.sleep(0.02)
+        assert await store.stranded_threads() == [T]
+        rescued = await store.rescue_stranded(T, owner="o", ttl_s=30)
+        assert rescued == (queued.run_id, R)
+        dying = await store.get_run("dying")
+        assert dying is not None and dying.status == "interrupted"
+        taken = await store.claim_signals(T, R, queued.run_id)
+        assert [s["message"]["content"] for s in taken] == ["later"]
+
+    async def test_keep_pending_leaves_signals_for_a_rescue(self, store: Store) -> None:
+        woke = await self._route(store, "unanswered")
+        assert woke.run_id is not None
+        await store.finish_run(T, R, woke.run_id, owner=OWNER, status="interrupted",
+                               finish_reason="interrupted", events=[EventIn("error")],
+                               force=True, keep_pending=True)
+        assert [w["status"] for w in await store.waiting_signals(T)] == ["pending"]
+        assert await store.stranded_threads() == [T]
+        assert await store.rescue_stranded(T, owner="o", ttl_s=30) is not None
+
+    async def test_another_agents_thread_is_left_alone(self, store: Store) -> None:
+        await self._route(store, "one", ttl_s=DEAD_TTL, agent_id="theirs")
+        assert await store.rescue_stranded(T, owner="o", ttl_s=30, agent_id="mine") is None
+        assert await store.rescue_stranded(T, owner="o", ttl_s=30, agent_id="theirs")
+
     async def test_concurrent_starts_take_the_lease_once(self, store: Store) -> None:
         started = await asyncio.gather(
             *(store.start_run(T, R, f"r{n}", owner=f"o{n}", ttl_s=30) for n in range(8))

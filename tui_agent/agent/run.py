@@ -596,6 +596,7 @@ class Run:
         force: bool,
         error: str | None = None,
         messages: list[MessageIn] | None = None,
+        keep_pending: bool = False,
     ) -> Any:
         if self.memory is None:
             return None
@@ -615,6 +616,7 @@ class Run:
             messages=messages or (),
             events=events,
             force=force,
+            keep_pending=keep_pending,
         )
         if not outcome.finished:
             self._log[:0] = pending  # the run goes on: nothing was written, keep its events
@@ -646,7 +648,10 @@ class Run:
         return self.result("abort")
 
     async def _finish_failed(self, error: BaseException) -> None:
-        message = f"{type(error).__name__}: {error}"
+        # Cancelled (its process is exiting): what waits for the thread is left waiting, for
+        # a live process to take over (Runtime.rescue_stranded), not stored as answered.
+        cancelled = isinstance(error, asyncio.CancelledError)
+        message = f"{type(error).__name__}: {error or 'the run was cancelled'}"
         payload = {"error": message, "finish_reason": "error"}
         self.output.push(
             {"type": ERROR, "run_id": self.run_id, "from": FROM_AGENT, "payload": payload}
@@ -660,16 +665,19 @@ class Run:
         try:
             outcome = await asyncio.shield(
                 self._end_in_store(
-                    "failed", "error", payload, force=True, error=message, messages=partial
+                    "failed", "error", payload, force=True, error=message, messages=partial,
+                    keep_pending=cancelled,
                 )
             )
         except Exception:
             # The store refused the full end (a disk too full for the partial text and the log
             # still pending): end it with nothing else, so the thread is released at once.
-            outcome = await self._end_failed_bare(message, payload)
+            outcome = await self._end_failed_bare(message, payload, keep_pending=cancelled)
         self._start_next(outcome)  # and behind a failed one
 
-    async def _end_failed_bare(self, message: str, payload: dict[str, Any]) -> Any:
+    async def _end_failed_bare(
+        self, message: str, payload: dict[str, Any], *, keep_pending: bool
+    ) -> Any:
         """The smallest end a failed run can write: its status and error event, the lease
         released. If even that fails, the run's own error is what matters: its lease expires
         after the TTL and another process takes the thread over."""
@@ -687,6 +695,7 @@ class Run:
                 error=message,
                 events=[EventIn(ERROR, payload, self.run_id)],
                 force=True,
+                keep_pending=keep_pending,
             ))
         return None
 

@@ -210,12 +210,32 @@ class Store(Protocol):
         self, thread_id: str, resource_id: str, run_id: str, *, owner: str, status: str,
         finish_reason: str | None, error: str | None = None,
         messages: Sequence[MessageIn] = (), events: Sequence[EventIn] = (), force: bool = False,
+        keep_pending: bool = False,
     ) -> FinishOutcome:
         """End the run and release the lease atomically with its last messages and events,
         unless signals are pending for it (then nothing is written). ``force`` ends it anyway,
         keeping the pending signals as persisted history before the last event. A queued
         signal then starts the next run under the same lease (``next_run_id``). Fenced:
-        ``LeaseLostError`` (nothing written) unless ``run_id`` holds the thread's lease."""
+        ``LeaseLostError`` (nothing written) unless ``run_id`` holds the thread's lease.
+        ``keep_pending`` (with ``force``; a run cancelled as its process exits): the pending
+        signals stay pending and queued ones queued, unanswered, the lease released, for
+        another process's :meth:`rescue_stranded` to hand to a new run."""
+        ...
+
+    async def stranded_threads(self) -> list[str]:
+        """Threads with signals waiting (``pending`` or ``queued``) and no live lease: their
+        run's owner died or exited. A cheap read (every process with an agent polls it)."""
+        ...
+
+    async def rescue_stranded(
+        self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
+    ) -> tuple[str, str] | None:
+        """In one transaction, if the thread's signals are stranded (no live lease; an expired
+        one is reaped as ``interrupted``), take the lease for ``owner``: a new run that the
+        pending signals are pending for, or else the first queued signal's own run. Returns
+        (run id, resource id) for the caller to start, or None (nothing stranded, a live run
+        holds the thread, or its last run was another agent's). Of concurrent rescuers exactly
+        one wins."""
         ...
 
     async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None: ...

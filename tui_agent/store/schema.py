@@ -145,6 +145,12 @@ MIGRATIONS: list[str] = [
     CREATE INDEX notifications_due_summary ON notifications(summary_at)
         WHERE summary_at IS NOT NULL;
     """,
+    # 2: finding stranded signals (pending or queued with no live run to take them) is one
+    #    indexed read, cheap enough for every process to do each second.
+    """
+    CREATE INDEX signals_waiting ON signals(status, thread_id)
+        WHERE status IN ('pending', 'queued');
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

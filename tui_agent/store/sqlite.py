@@ -593,6 +593,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         messages: Sequence[MessageIn] = (),
         events: Sequence[EventIn] = (),
         force: bool = False,
+        keep_pending: bool = False,
     ) -> FinishOutcome:
         """End the run and release the lease, atomically with its last messages and events —
         unless signals arrived for it meanwhile (then nothing is written: the run continues).
@@ -612,10 +613,30 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             list(messages),
             list(events),
             force,
+            keep_pending,
         )
         if outcome.finished:
             self._notify(thread_id)
         return outcome
+
+    async def stranded_threads(self) -> list[str]:
+        """Threads with signals waiting (pending or queued) and no live lease."""
+        rows = await self.fetchall(
+            "SELECT DISTINCT s.thread_id FROM signals s WHERE s.status IN ('pending', 'queued')"
+            " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id"
+            " AND l.expires_at > ?)",
+            (time.time(),),
+        )
+        return [row[0] for row in rows]
+
+    async def rescue_stranded(
+        self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
+    ) -> tuple[str, str] | None:
+        """Take over a thread whose signals wait with no live run (see the contract)."""
+        rescued = await self.write(txn.rescue_stranded, thread_id, owner, ttl_s, agent_id)
+        if rescued is not None:
+            self._notify(thread_id)
+        return rescued
 
     def route_signal_soon(
         self,

@@ -324,25 +324,63 @@ def finish_run(
     messages: list[MessageIn],
     events: list[EventIn],
     force: bool,
+    keep_pending: bool = False,
 ) -> FinishOutcome:
     check_lease(conn, thread_id, run_id)
     if not force and count_pending(conn, thread_id):
         return FinishOutcome(finished=False)
     append(conn, thread_id, resource_id, messages, events[:-1])
-    if force:
+    if force and not keep_pending:
         persist_pending(conn, thread_id, resource_id, run_id)
     append(conn, thread_id, resource_id, [], events[-1:])
     conn.execute(
         "UPDATE runs SET status=?, finish_reason=?, error=?, ended_at=? WHERE id=?",
         (status, finish_reason, error, time.time(), run_id),
     )
-    next_run_id = start_next_queued(conn, thread_id, owner)
+    next_run_id = None if keep_pending else start_next_queued(conn, thread_id, owner)
     if next_run_id is None:
         conn.execute("DELETE FROM leases WHERE thread_id=? AND run_id=?", (thread_id, run_id))
     return FinishOutcome(finished=True, next_run_id=next_run_id)
 
 
-def start_next_queued(conn: Conn, thread_id: str, owner: str) -> str | None:
+def rescue_stranded(
+    conn: Conn, thread_id: str, owner: str, ttl_s: float, agent_id: str | None
+) -> tuple[str, str] | None:
+    """Signals waiting with no live run to take them (their run's owner died, or exited while
+    they waited): reap the dead lease, then take the lease for a new run that answers the
+    pending ones, or for the first queued one's own run. (run id, resource id), or None if
+    nothing is stranded, a live run holds the thread, or another agent ran it last."""
+    if live_lease(conn, thread_id) is not None:
+        return None
+    last = conn.execute(
+        "SELECT agent_id FROM runs WHERE thread_id=? ORDER BY started_at DESC LIMIT 1",
+        (thread_id,),
+    ).fetchone()
+    if last is not None and last[0] not in (None, agent_id):
+        return None
+    pending = conn.execute(
+        "SELECT resource_id FROM signals WHERE thread_id=? AND status='pending' LIMIT 1",
+        (thread_id,),
+    ).fetchone()
+    if pending is None:
+        queued = start_next_queued(conn, thread_id, owner, ttl_s)
+        return None if queued is None else (queued, _resource_of(conn, thread_id))
+    run_id = new_id()
+    begin_run(conn, thread_id, pending[0], run_id, owner, ttl_s, agent_id)
+    conn.execute(
+        "UPDATE signals SET run_id=? WHERE thread_id=? AND status='pending'", (run_id, thread_id)
+    )
+    return run_id, pending[0]
+
+
+def _resource_of(conn: Conn, thread_id: str) -> str:
+    row = conn.execute("SELECT resource_id FROM threads WHERE id=?", (thread_id,)).fetchone()
+    return str(row[0]) if row else ""
+
+
+def start_next_queued(
+    conn: Conn, thread_id: str, owner: str, ttl_s: float | None = None
+) -> str | None:
     row = conn.execute(
         "SELECT id, run_id, resource_id FROM signals WHERE thread_id=? AND status='queued'"
         " ORDER BY seq LIMIT 1",
@@ -352,7 +390,8 @@ def start_next_queued(conn: Conn, thread_id: str, owner: str) -> str | None:
         return None
     signal_id, run_id, resource_id = row
     conn.execute("UPDATE signals SET status='pending' WHERE id=?", (signal_id,))
-    begin_run(conn, thread_id, resource_id, run_id, owner, lease_ttl(conn, thread_id), None)
+    ttl = lease_ttl(conn, thread_id) if ttl_s is None else ttl_s
+    begin_run(conn, thread_id, resource_id, run_id, owner, ttl, None)
     return run_id
 
 
