@@ -7,6 +7,12 @@ event log (text deltas in small batches, flushed on a tick shared by the process
 flushes share one group commit), so other processes can watch the run live. A reader sees the
 first text delta as soon as it is pushed, however fast the model streams
 (tests/test_group_commit.py).
+
+Every write a run makes is fenced by its lease (the store refuses it, in the same transaction,
+once another run holds the thread): a run that stalled past its TTL stops at its first refused
+write or lease renewal, and ends with ``LeaseLostError`` without writing its end
+(tests/test_fencing.py). A write that fails otherwise (a full disk) stops the run at once and
+ends it failed, its lease released (tests/test_write_failures.py).
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ handle. Routing, subscriptions, the dispatcher and the CLI reach the agent's run
 this public interface — never through the agent's private members (ruff ``SLF001``, on for the
 package). Each agent, and each copy of one (``apply_editor_overrides``), has its own runtime, so
 closing a copy never stops the original's work (tests/test_agent_runtime.py).
+
+It also rescues stranded signals: once a second, signals that wait on a thread with no live run
+(its owner was killed, or exited with a message queued) are taken over by a new run here, so
+nothing accepted is left unanswered while any process has the agent open (tests/test_rescue.py).
 """
 
 from __future__ import annotations
