@@ -278,6 +278,27 @@ class StoreContract:
         assert await store.stranded_threads() == [T]
         assert await store.rescue_stranded(T, owner="o", ttl_s=30) is not None
 
+    async def test_a_resume_marker_rescues_the_thread_and_stores_nothing(
+        self, store: Store
+    ) -> None:
+        woke = await self._route(store, "taken, never answered")
+        assert woke.run_id is not None
+        assert [s["message"]["content"] for s in
+                await store.claim_signals(T, R, woke.run_id)] == ["taken, never answered"]
+        events_before = len(await store.read_events(T, 0))
+        await store.finish_run(T, R, woke.run_id, owner=OWNER, status="failed",
+                               finish_reason="error", events=[EventIn("error")], force=True,
+                               keep_pending=True, resume=True)
+        assert await store.waiting_signals(T) == []  # the marker is no caller's signal
+        assert await store.stranded_threads() == [T]
+        rescued = await store.rescue_stranded(T, owner="o", ttl_s=30)
+        assert rescued is not None
+        assert await store.claim_signals(T, R, rescued[0]) == []
+        assert [m.content for m in await store.list_messages(T)] == ["taken, never answered"]
+        types = [e["type"] for e in await store.read_events(T, 0)][events_before:]
+        assert types == ["error", "start"]  # no echo of the marker
+        assert await store.stranded_threads() == []
+
     async def test_another_agents_thread_is_left_alone(self, store: Store) -> None:
         await self._route(store, "one", ttl_s=DEAD_TTL, agent_id="theirs")
         assert await store.rescue_stranded(T, owner="o", ttl_s=30, agent_id="mine") is None

@@ -96,7 +96,7 @@ def test_messages_pending_for_a_killed_owner_are_answered_with_no_further_send(
         ("user", "hello"), *[("user", text) for text in sent],
         ("assistant", "all five answered"),
     ]
-    assert rows(db, "SELECT COUNT(*) FROM leases") == [(0,)]
+    wait_for(lambda: rows(db, "SELECT COUNT(*) FROM leases") == [(0,)], "the lease released")
 
 
 OWNER_SCRIPT = """
@@ -157,4 +157,70 @@ def test_a_message_queued_behind_a_script_that_exits_is_answered_by_a_live_proce
         ("user", "first"), ("assistant", "first answer"),
         ("user", "second"), ("assistant", "second answer"),
     ]
-    assert rows(db, "SELECT COUNT(*) FROM leases") == [(0,)]
+    wait_for(lambda: rows(db, "SELECT COUNT(*) FROM leases") == [(0,)], "the lease released")
+
+
+CANCELLED_SCRIPT = """
+import asyncio, sqlite3, sys, time
+from tui_agent import Agent, Memory, SqliteStore
+from tui_agent.testing import ScriptedModel
+
+db, resource, thread, ttl = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+second_call = asyncio.Event()
+
+async def reply(messages, tools):
+    if second_call.is_set() or any(m["content"] == "second" for m in messages
+                                   if m["role"] == "user"):
+        second_call.set()  # the queued run took "second": it never answers here
+        await asyncio.Event().wait()
+    print("model-call", flush=True)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with sqlite3.connect(db) as conn:
+            if conn.execute("SELECT 1 FROM signals WHERE status='queued'").fetchone():
+                break
+        await asyncio.sleep(0.02)
+    return "first answer"
+
+async def main():
+    memory = Memory(store=SqliteStore(db), lease_ttl_s=ttl)
+    agent = Agent(name="script", id="peer", instructions="x",
+                  model=ScriptedModel(handler=reply), memory=memory)
+    await agent.generate("first", memory={"resource": resource, "thread": thread})
+    await asyncio.wait_for(second_call.wait(), 15)  # the queued run is mid-call: exit now
+    print("exiting", flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_a_queued_message_taken_by_a_run_cancelled_at_exit_is_answered_elsewhere(
+    start_peer: Callable[..., Peer], db: str
+) -> None:
+    b = start_peer(name="B", ttl=TTL_S, reply="second answer")
+    b.expect("ready")
+    script = subprocess.Popen(
+        [sys.executable, "-c", CANCELLED_SCRIPT, db, R, T, str(TTL_S)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert script.stdout is not None
+        assert script.stdout.readline().strip() == "model-call"
+        b.send("send", kind="queue", message="second", target=THREAD)
+        assert b.expect("accepted")["action"] == "deliver"
+        out, err = script.communicate(timeout=GUARD_S)
+    finally:
+        if script.poll() is None:
+            script.kill()
+            script.wait()
+    assert "exiting" in out, err
+    exited_at = time.monotonic()
+    call = b.expect("model-call")
+    assert call["users"][-1] == "second"
+    wait_for(lambda: ("assistant", "second answer") in history(db), "the queued answer")
+    assert time.monotonic() - exited_at < RESCUE_BOUND_S
+    assert history(db) == [
+        ("user", "first"), ("assistant", "first answer"),
+        ("user", "second"), ("assistant", "second answer"),
+    ]
+    wait_for(lambda: rows(db, "SELECT COUNT(*) FROM leases") == [(0,)], "the lease released")

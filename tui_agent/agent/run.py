@@ -139,6 +139,7 @@ class Run:
         # Set once a write of the run's log failed (refused by the fence, the disk full): the
         # run stops at once and ends failed with it.
         self.write_error: Exception | None = None
+        self._answer_owed = False  # it took signals and has not answered them yet
         self._tool_context = ToolContext(
             agent=deps.agent,
             run_id=self.run_id,
@@ -266,6 +267,8 @@ class Run:
     async def _take_signals(self, messages: list[MessageIn] | None = None) -> list[str]:
         """Store what the step produced and take the pending signals, in one transaction.
         Without memory, the signals sent to this run in this process are taken instead."""
+        if messages and messages[0].role == "assistant" and not messages[0].metadata:
+            self._answer_owed = False  # a final answer (no tool calls) to what it took
         if self.memory is None:
             taken, self.local_signals = self.local_signals, []
         else:
@@ -277,6 +280,7 @@ class Run:
                 messages_before=messages or (),
                 events_before=self._take_log(),
             )
+        self._answer_owed = self._answer_owed or bool(taken)
         for signal in taken:
             self.messages.append(signal["message"])
             self.output.push(
@@ -603,6 +607,7 @@ class Run:
         error: str | None = None,
         messages: list[MessageIn] | None = None,
         keep_pending: bool = False,
+        resume: bool = False,
     ) -> Any:
         if self.memory is None:
             return None
@@ -623,6 +628,7 @@ class Run:
             events=events,
             force=force,
             keep_pending=keep_pending,
+            resume=resume,
         )
         if not outcome.finished:
             self._log[:0] = pending  # the run goes on: nothing was written, keep its events
@@ -672,7 +678,7 @@ class Run:
             outcome = await asyncio.shield(
                 self._end_in_store(
                     "failed", "error", payload, force=True, error=message, messages=partial,
-                    keep_pending=cancelled,
+                    keep_pending=cancelled, resume=cancelled and self._answer_owed,
                 )
             )
         except Exception:

@@ -210,7 +210,7 @@ class Store(Protocol):
         self, thread_id: str, resource_id: str, run_id: str, *, owner: str, status: str,
         finish_reason: str | None, error: str | None = None,
         messages: Sequence[MessageIn] = (), events: Sequence[EventIn] = (), force: bool = False,
-        keep_pending: bool = False,
+        keep_pending: bool = False, resume: bool = False,
     ) -> FinishOutcome:
         """End the run and release the lease atomically with its last messages and events,
         unless signals are pending for it (then nothing is written). ``force`` ends it anyway,
@@ -219,7 +219,11 @@ class Store(Protocol):
         ``LeaseLostError`` (nothing written) unless ``run_id`` holds the thread's lease.
         ``keep_pending`` (with ``force``; a run cancelled as its process exits): the pending
         signals stay pending and queued ones queued, unanswered, the lease released, for
-        another process's :meth:`rescue_stranded` to hand to a new run."""
+        another process's :meth:`rescue_stranded` to hand to a new run. ``resume`` (with
+        ``keep_pending``): the run had taken signals it never answered; a marker signal of type
+        ``"__resume__"`` is left pending for it, so the thread is rescued and the new run answers
+        from history. :meth:`claim_signals` takes a marker without storing or returning it, and
+        :meth:`waiting_signals` does not list it."""
         ...
 
     async def stranded_threads(self) -> list[str]:

@@ -449,8 +449,8 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         the live run's next step boundary, ``queued`` ones for their own run."""
         rows = await self.fetchall(
             "SELECT id, type, status, run_id, data, created_at FROM signals"
-            " WHERE thread_id=? AND status IN ('pending', 'queued') ORDER BY seq",
-            (thread_id,),
+            " WHERE thread_id=? AND status IN ('pending', 'queued') AND type!=? ORDER BY seq",
+            (thread_id, txn.RESUME),
         )
         return [
             {"id": row[0], "type": row[1], "status": row[2], "run_id": row[3],
@@ -594,6 +594,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         events: Sequence[EventIn] = (),
         force: bool = False,
         keep_pending: bool = False,
+        resume: bool = False,
     ) -> FinishOutcome:
         """End the run and release the lease, atomically with its last messages and events —
         unless signals arrived for it meanwhile (then nothing is written: the run continues).
@@ -614,6 +615,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             list(events),
             force,
             keep_pending,
+            resume,
         )
         if outcome.finished:
             self._notify(thread_id)

@@ -27,6 +27,10 @@ from tui_agent.store.records import (
 )
 
 Conn = sqlite3.Connection
+# A marker a run cancelled at exit leaves pending when it had taken signals it never answered:
+# it wakes the rescue like a signal, but is taken without storing anything, so the rescuing
+# run answers what history already holds. Not a valid signal type for callers.
+RESUME = "__resume__"
 
 
 def in_transaction(conn: Conn, body: Any, *args: Any) -> Any:
@@ -325,6 +329,7 @@ def finish_run(
     events: list[EventIn],
     force: bool,
     keep_pending: bool = False,
+    resume: bool = False,
 ) -> FinishOutcome:
     check_lease(conn, thread_id, run_id)
     if not force and count_pending(conn, thread_id):
@@ -337,6 +342,9 @@ def finish_run(
         "UPDATE runs SET status=?, finish_reason=?, error=?, ended_at=? WHERE id=?",
         (status, finish_reason, error, time.time(), run_id),
     )
+    if keep_pending and resume:
+        insert_signal(conn, thread_id, resource_id, SignalIn(new_id(), RESUME, {}, {}),
+                      "pending", run_id)
     next_run_id = None if keep_pending else start_next_queued(conn, thread_id, owner)
     if next_run_id is None:
         conn.execute("DELETE FROM leases WHERE thread_id=? AND run_id=?", (thread_id, run_id))
@@ -579,6 +587,7 @@ def _take_pending(
     taken = [
         {"id": sid, "type": type_, "message": loads(message), "data": loads(data)}
         for sid, type_, message, data in rows
+        if type_ != RESUME  # a marker: taken, nothing stored
     ]
     append(
         conn,
