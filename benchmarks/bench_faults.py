@@ -189,20 +189,32 @@ async def reply(messages, tools):
         await asyncio.sleep(0.01)
     return "first answer"
 
+taken = asyncio.Event()
+
+async def held(messages, tools):
+    if any(m["content"] == "second" for m in messages if m["role"] == "user"):
+        taken.set()  # the queued run took "second"; it never answers here
+        await asyncio.Event().wait()
+    return await reply(messages, tools)
+
 async def main():
     agent = Agent(name="script", id="peer", instructions="x",
-                  model=ScriptedModel(handler=reply),
+                  model=ScriptedModel(handler=held if mid_call else reply),
                   memory=Memory(store=SqliteStore(db), lease_ttl_s=ttl))
     await agent.generate("first", memory={"resource": resource, "thread": thread})
+    if mid_call:  # exit while the queued run is mid-call
+        await asyncio.wait_for(taken.wait(), 30)
 
+mid_call = sys.argv[5] == "mid-call"
 asyncio.run(main())
 """
 
 
-def owner_exits(tmp: Path, ttl: float) -> Row:
-    db = str(tmp / "exit.db")
+def owner_exits(tmp: Path, ttl: float, mid_call: bool) -> Row:
+    db = str(tmp / f"exit-{mid_call}.db")
     b = Peer({"db": db, "name": "B", "ttl": ttl, "reply": "second answer"})
-    script = subprocess.Popen([sys.executable, "-c", OWNER_SCRIPT, db, R, T, str(ttl)],
+    when = "mid-call" if mid_call else "at-once"
+    script = subprocess.Popen([sys.executable, "-c", OWNER_SCRIPT, db, R, T, str(ttl), when],
                               stdout=subprocess.PIPE, text=True)
     try:
         b.expect("ready")
@@ -213,7 +225,8 @@ def owner_exits(tmp: Path, ttl: float) -> Row:
         exited = time.monotonic()
         wait_for(lambda: idle(db) and len(rows(db, "SELECT 1 FROM messages WHERE "
                                                    "role='assistant'")) >= 2, "the queued run")
-        return tally("owner exits, 1 queued", db, ["first", "second"], time.monotonic() - exited,
+        fault = "owner exits, queued run mid-call" if mid_call else "owner exits, 1 queued"
+        return tally(fault, db, ["first", "second"], time.monotonic() - exited,
                      "script without close()")
     finally:
         if script.poll() is None:
@@ -363,7 +376,8 @@ def main() -> None:
             asyncio.run(disk_full(tmp)),
             asyncio.run(provider_hang(tmp, False, args.silence)),
             asyncio.run(provider_hang(tmp, True, args.silence)),
-            owner_exits(tmp, args.ttl),
+            owner_exits(tmp, args.ttl, mid_call=False),
+            owner_exits(tmp, args.ttl, mid_call=True),
             asyncio.run(unstorable_tool_output(tmp)),
             senders_while_runs_restart(tmp, args.ttl, args.senders, args.per_sender),
         ]
