@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tui_agent.errors import StoreError
+from tui_agent.errors import LeaseLostError, StoreError
 from tui_agent.store import Store
 from tui_agent.store.codec import new_id
 from tui_agent.store.records import EventIn, MessageIn, NotificationRecord, SignalIn
@@ -154,6 +154,155 @@ class StoreContract:
         assert [m.content for m in await store.list_messages(T)] == ["done"]
         assert await store.start_run(T, R, "r2", owner="other", ttl_s=30)
         assert (await store.list_runs(T))[0].id == "r2"
+
+    # -- fencing: a run that lost its lease writes nothing more --------------------------------
+
+    async def _stale_and_successor(self, store: Store) -> tuple[str, str]:
+        """Run "old" whose owner stalled past its TTL, and "new", which took the thread over."""
+        assert await store.start_run(T, R, "old", owner="stalled", ttl_s=DEAD_TTL)
+        assert await store.start_run(T, R, "new", owner=OWNER, ttl_s=30)  # reaps "old"
+        return "old", "new"
+
+    async def test_a_stale_runs_appends_are_refused(self, store: Store) -> None:
+        old, new = await self._stale_and_successor(store)
+        before = await store.read_events(T, 0)
+        with pytest.raises(LeaseLostError):
+            await store.append(T, R, messages=[MessageIn("assistant", "late", run_id=old)],
+                               events=[EventIn("text-delta", {"text": "late"}, old)], fence=old)
+        with pytest.raises(LeaseLostError):
+            await store.append_soon(T, R, events=[EventIn("text-delta", {"text": "x"}, old)],
+                                    fence=old)
+        await store.append(T, R, events=[EventIn("text-delta", {"text": "ok"}, new)], fence=new)
+        after = await store.read_events(T, 0)
+        assert [e["run_id"] for e in after[len(before):]] == [new]
+        assert await store.list_messages(T) == []
+
+    async def test_a_refused_grouped_append_fails_alone(self, store: Store) -> None:
+        old, new = await self._stale_and_successor(store)
+        stale = store.append_soon(T, R, events=[EventIn("text-delta", {"text": "x"}, old)],
+                                  fence=old)
+        fresh = store.append_soon(T, R, events=[EventIn("text-delta", {"text": "y"}, new)],
+                                  fence=new)
+        results = await asyncio.gather(stale, fresh, return_exceptions=True)
+        assert isinstance(results[0], LeaseLostError) and results[1] is None
+        texts = [e["payload"].get("text") for e in await store.read_events(T, 0)]
+        assert "y" in texts and "x" not in texts
+
+    async def test_a_stale_run_cannot_claim_its_successors_signals(self, store: Store) -> None:
+        old, new = await self._stale_and_successor(store)
+        routed = await self._route(store, "for the new run")
+        assert (routed.action, routed.run_id) == ("deliver", new)
+        with pytest.raises(LeaseLostError):
+            await store.claim_signals(T, R, old, messages_before=[MessageIn("assistant", "l")])
+        taken = await store.claim_signals(T, R, new)
+        assert [s["message"]["content"] for s in taken] == ["for the new run"]
+        assert [m.content for m in await store.list_messages(T)] == ["for the new run"]
+
+    async def test_a_stale_runs_finish_is_refused_and_it_stays_interrupted(
+        self, store: Store
+    ) -> None:
+        old, new = await self._stale_and_successor(store)
+        with pytest.raises(LeaseLostError):
+            await store.finish_run(T, R, old, owner="stalled", status="finished",
+                                   finish_reason="stop", events=[EventIn("finish", {}, old)],
+                                   force=True)
+        run = await store.get_run(old)
+        assert run is not None and run.status == "interrupted"
+        active = await store.active_run(T)
+        assert active is not None and active.run_id == new  # the successor keeps its lease
+        assert not [e for e in await store.read_events(T, 0)
+                    if e["run_id"] == old and e["type"] == "finish"]
+
+    async def test_a_reaped_run_with_no_successor_is_fenced_too(self, store: Store) -> None:
+        assert await store.start_run(T, R, "old", owner="stalled", ttl_s=DEAD_TTL)
+        assert await store.reap_expired_lease(T)
+        with pytest.raises(LeaseLostError):
+            await store.append(T, R, events=[EventIn("text-delta", {"text": "x"}, "old")],
+                               fence="old")
+        with pytest.raises(LeaseLostError):
+            await store.finish_run(T, R, "old", owner="stalled", status="finished",
+                                   finish_reason="stop", events=[EventIn("finish")], force=True)
+
+    # -- stranded signals: a dead run's waiting signals are taken over ------------------------
+
+    async def _dead_run_with_pending(self, store: Store, *texts: str) -> str:
+        dead = await self._route(store, texts[0], ttl_s=DEAD_TTL)  # woke, then its owner died
+        for text in texts[1:]:
+            await store.route_signal(T, R, user_signal(text), if_active="deliver",
+                                     if_idle="wake", owner="sender", ttl_s=DEAD_TTL)
+        assert dead.run_id is not None
+        return dead.run_id
+
+    async def test_pending_signals_of_a_dead_run_are_rescued_once(self, store: Store) -> None:
+        await self._dead_run_with_pending(store, "one")
+        assert await store.stranded_threads() == [T]
+        rescued = await asyncio.gather(*(
+            store.rescue_stranded(T, owner=f"o{n}", ttl_s=30, agent_id="a") for n in range(4)))
+        winners = [r for r in rescued if r is not None]
+        assert len(winners) == 1
+        run_id, resource_id = winners[0]
+        assert resource_id == R
+        active = await store.active_run(T)
+        assert active is not None and active.run_id == run_id
+        assert await store.stranded_threads() == []
+        taken = await store.claim_signals(T, R, run_id)
+        assert [s["message"]["content"] for s in taken] == ["one"]
+
+    async def test_a_live_run_is_never_rescued(self, store: Store) -> None:
+        await self._route(store, "one")
+        assert await store.stranded_threads() == []
+        assert await store.rescue_stranded(T, owner="o", ttl_s=30) is None
+
+    async def test_a_queued_message_of_a_dead_run_gets_its_own_run(self, store: Store) -> None:
+        assert await store.start_run(T, R, "dying", owner="gone", ttl_s=0.3)
+        queued = await self._route(store, "later", queue=True, ttl_s=30)
+        assert queued.action == "deliver"
+        async with asyncio.timeout(5):  # its owner never renews: the lease runs out
+            while await store.active_run(T) is not None:
+                await asyncio.sleep(0.02)
+        assert await store.stranded_threads() == [T]
+        rescued = await store.rescue_stranded(T, owner="o", ttl_s=30)
+        assert rescued == (queued.run_id, R)
+        dying = await store.get_run("dying")
+        assert dying is not None and dying.status == "interrupted"
+        taken = await store.claim_signals(T, R, queued.run_id)
+        assert [s["message"]["content"] for s in taken] == ["later"]
+
+    async def test_keep_pending_leaves_signals_for_a_rescue(self, store: Store) -> None:
+        woke = await self._route(store, "unanswered")
+        assert woke.run_id is not None
+        await store.finish_run(T, R, woke.run_id, owner=OWNER, status="interrupted",
+                               finish_reason="interrupted", events=[EventIn("error")],
+                               force=True, keep_pending=True)
+        assert [w["status"] for w in await store.waiting_signals(T)] == ["pending"]
+        assert await store.stranded_threads() == [T]
+        assert await store.rescue_stranded(T, owner="o", ttl_s=30) is not None
+
+    async def test_a_resume_marker_rescues_the_thread_and_stores_nothing(
+        self, store: Store
+    ) -> None:
+        woke = await self._route(store, "taken, never answered")
+        assert woke.run_id is not None
+        assert [s["message"]["content"] for s in
+                await store.claim_signals(T, R, woke.run_id)] == ["taken, never answered"]
+        events_before = len(await store.read_events(T, 0))
+        await store.finish_run(T, R, woke.run_id, owner=OWNER, status="failed",
+                               finish_reason="error", events=[EventIn("error")], force=True,
+                               keep_pending=True, resume=True)
+        assert await store.waiting_signals(T) == []  # the marker is no caller's signal
+        assert await store.stranded_threads() == [T]
+        rescued = await store.rescue_stranded(T, owner="o", ttl_s=30)
+        assert rescued is not None
+        assert await store.claim_signals(T, R, rescued[0]) == []
+        assert [m.content for m in await store.list_messages(T)] == ["taken, never answered"]
+        types = [e["type"] for e in await store.read_events(T, 0)][events_before:]
+        assert types == ["error", "start"]  # no echo of the marker
+        assert await store.stranded_threads() == []
+
+    async def test_another_agents_thread_is_left_alone(self, store: Store) -> None:
+        await self._route(store, "one", ttl_s=DEAD_TTL, agent_id="theirs")
+        assert await store.rescue_stranded(T, owner="o", ttl_s=30, agent_id="mine") is None
+        assert await store.rescue_stranded(T, owner="o", ttl_s=30, agent_id="theirs")
 
     async def test_concurrent_starts_take_the_lease_once(self, store: Store) -> None:
         started = await asyncio.gather(

@@ -6,8 +6,10 @@ as is, a value JSON cannot hold written as its ``str()`` rather than failing a w
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
+from collections.abc import Callable
 from typing import Any
 
 
@@ -16,6 +18,18 @@ async def maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+async def call_off_loop(function: Callable[..., Any], *args: Any) -> Any:
+    """Call a user callback that may be sync or async. A sync one runs in a worker thread (as
+    pydantic-ai runs sync tools), so a slow tool or hook never stalls the event loop: lease
+    renewal, subscriptions and the app go on meanwhile (tests/test_tools_off_loop.py). What it
+    returns is awaited if awaitable."""
+    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        type(function).__call__  # an object with an async __call__
+    ):
+        return await function(*args)
+    return await maybe_await(await asyncio.to_thread(function, *args))
 
 
 def as_dict(value: Any, what: str) -> dict[str, Any]:
@@ -39,6 +53,28 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str, ensure_ascii=Fal
 def dumps(value: Any) -> str:
     """``value`` as compact JSON; what JSON cannot hold (a datetime, a set) as its ``str()``."""
     return _ENCODER.encode(value)
+
+
+def _text_form(value: Any) -> str:
+    """What a strict check accepts for a value JSON cannot hold: a meaningful ``str()`` (a
+    datetime, a path), not the default ``<Foo object at 0x…>``."""
+    kind = type(value)
+    if kind.__str__ is object.__str__ and kind.__repr__ is object.__repr__:
+        raise TypeError(f"a {kind.__name__} object has no JSON form")
+    return str(value)
+
+
+_STRICT_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_text_form, ensure_ascii=False)
+
+
+def why_unstorable(value: Any) -> str | None:
+    """Why ``value`` cannot be stored as JSON (a circular structure, an integer too long to
+    write, nesting too deep, an object with no JSON or text form), or None if it can."""
+    try:
+        _STRICT_ENCODER.encode(value)
+    except (ValueError, TypeError, RecursionError) as error:
+        return f"{type(error).__name__}: {str(error)[:200]}"
+    return None
 
 
 def loads(text: str | None) -> Any:

@@ -76,5 +76,14 @@ class StoreCorruptError(StoreError):
     """The store file is not a usable database: corrupt, truncated, not SQLite, a directory."""
 
 
+class LeaseLostError(StoreError):
+    """A run's write was refused: the run no longer holds its thread's lease (the lease
+    expired and was reaped or taken by another run). The run must stop writing at once."""
+
+
+class StoreFullError(StoreError):
+    """The store's disk (or quota) is full: the write was not stored."""
+
+
 class ThreadBusyError(TuiAgentError):
     """A direct generate()/stream() asked for a thread that already has a live run."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tui_agent._util import maybe_await
+from tui_agent._util import call_off_loop, maybe_await
 from tui_agent.errors import ConfigError, ToolDefinitionError
 
 _TOOL_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -105,9 +105,10 @@ class Tool:
             raise ToolInputError(f"invalid input: {details}")
 
     async def run(self, tool_input: Any, context: ToolContext) -> Any:
+        """Execute the tool; a sync ``execute`` runs in a worker thread, off the event loop."""
         if self._wants_context:
-            return await maybe_await(self.execute(tool_input, context))
-        return await maybe_await(self.execute(tool_input))
+            return await call_off_loop(self.execute, tool_input, context)
+        return await call_off_loop(self.execute, tool_input)
 
 
 def create_tool(

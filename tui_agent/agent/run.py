@@ -7,6 +7,12 @@ event log (text deltas in small batches, flushed on a tick shared by the process
 flushes share one group commit), so other processes can watch the run live. A reader sees the
 first text delta as soon as it is pushed, however fast the model streams
 (tests/test_group_commit.py).
+
+Every write a run makes is fenced by its lease (the store refuses it, in the same transaction,
+once another run holds the thread): a run that stalled past its TTL stops at its first refused
+write or lease renewal, and ends with ``LeaseLostError`` without writing its end
+(tests/test_fencing.py). A write that fails otherwise (a full disk) stops the run at once and
+ends it failed, its lease released (tests/test_write_failures.py).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tui_agent._util import dump_if_model, maybe_await
+from tui_agent._util import call_off_loop, dump_if_model, why_unstorable
 from tui_agent.agent.inputs import model_input
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.processors import RetryStep
@@ -31,7 +37,7 @@ from tui_agent.agent.result import (
     ToolResult,
     UsageInfo,
 )
-from tui_agent.errors import ProcessorError
+from tui_agent.errors import LeaseLostError, ProcessorError
 from tui_agent.events import (
     ABORT,
     DATA_USER_MESSAGE,
@@ -148,6 +154,10 @@ class Run:
         #: Transcript forms of tool payloads (hooks["transform"]), by ("in"|"out", call id),
         #: until the step's messages are stored.
         self._transcript: dict[tuple[str, str], Any] = {}
+        # Set once a write of the run's log failed (refused by the fence, the disk full): the
+        # run stops at once and ends failed with it.
+        self.write_error: Exception | None = None
+        self._answer_owed = False  # it took signals and has not answered them yet
         self._tool_context = ToolContext(
             agent=deps.agent,
             run_id=self.run_id,
@@ -171,7 +181,18 @@ class Run:
         # loop iteration and share one group commit (see SqliteStore.write).
         await _until(_next_flush_tick(asyncio.get_running_loop().time()))
         self._flush_waiting = False  # from here on it writes: let it finish, never cancel
-        await self._flush(grouped=True)
+        try:
+            await self._flush(grouped=True)
+        except Exception as error:
+            self._stop_on_write_error(error)
+
+    def _stop_on_write_error(self, error: Exception) -> None:
+        """The run's log could not be written: the fence refused it (another run owns the
+        thread now) or the store failed (disk full). Stop at once (the abort path cancels the
+        model call or tool) and end failed with this error."""
+        if self.write_error is None:
+            self.write_error = error
+        self.abort_event.set()
 
     async def _settle_flusher(self) -> None:
         """At the end of a run: a flush still waiting is dropped (the run's last write takes
@@ -195,7 +216,13 @@ class Run:
             assert self.thread_id and self.resource_id
             store = self.memory.store
             append = store.append_soon if grouped else store.append  # grouped: a tick's flush
-            await append(self.thread_id, self.resource_id, messages=messages or (), events=events)
+            await append(
+                self.thread_id,
+                self.resource_id,
+                messages=messages or (),
+                events=events,
+                fence=self.run_id,
+            )
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -212,7 +239,10 @@ class Run:
             return await self._finish(finish_reason)
         except _Aborted:
             self.accepting_signals = False
-            return await self._finish_aborted()
+            if self.write_error is None:
+                return await self._finish_aborted()
+            await self._finish_failed(self.write_error)
+            raise self.write_error from None
         except BaseException as error:
             self.accepting_signals = False
             await self._finish_failed(error)
@@ -259,6 +289,8 @@ class Run:
     async def _take_signals(self, messages: list[MessageIn] | None = None) -> list[str]:
         """Store what the step produced and take the pending signals, in one transaction.
         Without memory, the signals sent to this run in this process are taken instead."""
+        if messages and messages[0].role == "assistant" and not messages[0].metadata:
+            self._answer_owed = False  # a final answer (no tool calls) to what it took
         if self.memory is None:
             taken, self.local_signals = self.local_signals, []
         else:
@@ -270,6 +302,7 @@ class Run:
                 messages_before=messages or (),
                 events_before=self._take_log(),
             )
+        self._answer_owed = self._answer_owed or bool(taken)
         for signal in taken:
             self.messages.append(signal["message"])
             self.output.push(
@@ -494,7 +527,7 @@ class Run:
         error: BaseException | None = None
         decision = None
         try:
-            decision = await maybe_await(before(hook_input)) if before else None
+            decision = await call_off_loop(before, hook_input) if before else None
         except Exception as raised:  # as a tool that raises: the tool does not run, the model
             error = raised  # gets the error as the call's result, the run goes on
         if isinstance(decision, dict) and decision.get("proceed") is False:
@@ -506,14 +539,18 @@ class Run:
                 error = raised
         after = hooks.get("after_tool_call")
         if after:
-            await maybe_await(after({**hook_input, "output": output, "error": error}))
+            await call_off_loop(after, {**hook_input, "output": output, "error": error})
         if error is not None:
             return _error_result(call, f"{type(error).__name__}: {error}")
+        result = dump_if_model(output)
+        unstorable = why_unstorable(result)
+        if unstorable is not None:
+            return _error_result(call, f"the tool's result cannot be stored: {unstorable}")
         return ToolResult(
             tool_call_id=call.tool_call_id,
             tool_name=call.tool_name,
             args=call.args,
-            result=dump_if_model(output),
+            result=result,
         )
 
     def _tool_context_fields(self) -> dict[str, Any]:
@@ -632,6 +669,8 @@ class Run:
         force: bool,
         error: str | None = None,
         messages: list[MessageIn] | None = None,
+        keep_pending: bool = False,
+        resume: bool = False,
     ) -> Any:
         if self.memory is None:
             return None
@@ -651,6 +690,8 @@ class Run:
             messages=messages or (),
             events=events,
             force=force,
+            keep_pending=keep_pending,
+            resume=resume,
         )
         if not outcome.finished:
             self._log[:0] = pending  # the run goes on: nothing was written, keep its events
@@ -682,23 +723,56 @@ class Run:
         return self.result("abort")
 
     async def _finish_failed(self, error: BaseException) -> None:
-        message = f"{type(error).__name__}: {error}"
+        # Cancelled (its process is exiting): what waits for the thread is left waiting, for
+        # a live process to take over (Runtime.rescue_stranded), not stored as answered.
+        cancelled = isinstance(error, asyncio.CancelledError)
+        message = f"{type(error).__name__}: {error or 'the run was cancelled'}"
         payload = {"error": message, "finish_reason": "error"}
         self.output.push(
             {"type": ERROR, "run_id": self.run_id, "from": FROM_AGENT, "payload": payload}
         )
+        if isinstance(error, LeaseLostError):
+            return  # the thread is another run's now: this run's end stays "interrupted"
         # What was already said stays said: the partial answer is stored, marked failed.
         partial = [] if not self._partial else [
             MessageIn("assistant", self._partial, self.run_id, metadata={"failed": True})
         ]
-        # If the store is gone too, the run's own error is what matters.
-        with contextlib.suppress(Exception):
+        try:
             outcome = await asyncio.shield(
                 self._end_in_store(
-                    "failed", "error", payload, force=True, error=message, messages=partial
+                    "failed", "error", payload, force=True, error=message, messages=partial,
+                    keep_pending=cancelled, resume=cancelled and self._answer_owed,
                 )
             )
-            self._start_next(outcome)  # and behind a failed one
+        except Exception:
+            # The store refused the full end (a disk too full for the partial text and the log
+            # still pending): end it with nothing else, so the thread is released at once.
+            outcome = await self._end_failed_bare(message, payload, keep_pending=cancelled)
+        self._start_next(outcome)  # and behind a failed one
+
+    async def _end_failed_bare(
+        self, message: str, payload: dict[str, Any], *, keep_pending: bool
+    ) -> Any:
+        """The smallest end a failed run can write: its status and error event, the lease
+        released. If even that fails, the run's own error is what matters: its lease expires
+        after the TTL and another process takes the thread over."""
+        if self.memory is None:
+            return None
+        assert self.thread_id and self.resource_id
+        with contextlib.suppress(Exception):
+            return await asyncio.shield(self.memory.store.finish_run(
+                self.thread_id,
+                self.resource_id,
+                self.run_id,
+                owner=self.deps.runtime.owner,
+                status="failed",
+                finish_reason="error",
+                error=message,
+                events=[EventIn(ERROR, payload, self.run_id)],
+                force=True,
+                keep_pending=keep_pending,
+            ))
+        return None
 
     async def _watch_lease(self) -> None:
         """Renew the thread lease every ``lease_renew_s`` and notice aborts asked from other
@@ -715,7 +789,12 @@ class Run:
                 )
                 last_renewal = time.monotonic()
                 if not ours:
-                    return  # finished meanwhile, or declared dead: nothing left to guard
+                    if not self._finished:  # declared dead while still going: stop now
+                        self._stop_on_write_error(LeaseLostError(
+                            f"run {self.run_id} lost the lease of thread {self.thread_id!r}"
+                            " (it stalled past its TTL and was interrupted)"
+                        ))
+                    return
             else:
                 abort = await store.abort_requested(self.thread_id, self.run_id)
             if abort:

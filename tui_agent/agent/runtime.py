@@ -7,11 +7,16 @@ handle. Routing, subscriptions, the dispatcher and the CLI reach the agent's run
 this public interface — never through the agent's private members (ruff ``SLF001``, on for the
 package). Each agent, and each copy of one (``apply_editor_overrides``), has its own runtime, so
 closing a copy never stops the original's work (tests/test_agent_runtime.py).
+
+It also rescues stranded signals: once a second, signals that wait on a thread with no live run
+(its owner was killed, or exited with a message queued) are taken over by a new run here, so
+nothing accepted is left unanswered while any process has the agent open (tests/test_rescue.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import uuid
@@ -30,6 +35,11 @@ if TYPE_CHECKING:
 
 # One lease owner per process: a run's lease names the process that runs it.
 PROCESS_OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+# How often a process with an agent looks for signals stranded by a dead run (at most half the
+# lease TTL): messages accepted for a run whose owner died are answered within TTL + this.
+RESCUE_INTERVAL_S = 1.0
+
+log = logging.getLogger(__name__)
 
 Planner = Callable[[RunOptions, list[dict[str, Any]]], Awaitable[RunPlan]]
 
@@ -59,6 +69,7 @@ class ThreadRuntime:
         #: The notification dispatcher running for this agent in this process, if any: set and
         #: stopped by :mod:`tui_agent.notifications.dispatcher`.
         self.dispatcher: Any = None
+        self._rescuer: asyncio.Task[None] | None = None  # see rescue_stranded
 
     @property
     def owner(self) -> str:
@@ -112,6 +123,8 @@ class ThreadRuntime:
         except BaseException as error:
             assert agent.memory is not None
             message = f"{type(error).__name__}: {error}"
+            # Cancelled (the process is exiting): its signals wait for a live process.
+            cancelled = isinstance(error, asyncio.CancelledError)
             await agent.memory.store.finish_run(
                 thread_id,
                 resource_id,
@@ -121,6 +134,7 @@ class ThreadRuntime:
                 finish_reason="error",
                 error=message,
                 force=True,
+                keep_pending=cancelled,
                 events=[EventIn(ERROR, {"error": message, "finish_reason": "error"}, run_id)],
             )
             raise
@@ -166,15 +180,59 @@ class ThreadRuntime:
     # -- the dispatcher -----------------------------------------------------------------------
 
     def ensure_dispatcher(self) -> None:
-        """Start the notification dispatcher in the running loop if it is not running there
-        (agents with memory only)."""
+        """Start the notification dispatcher and the stranded-signal rescuer in the running
+        loop if they are not running there (agents with memory only)."""
         if self.agent.memory is None:
             return
         ensure_dispatcher(self.agent)
+        loop = asyncio.get_running_loop()
+        rescuer = self._rescuer
+        if rescuer is None or rescuer.done() or rescuer.get_loop() is not loop:
+            self._rescuer = loop.create_task(self._rescue_forever(), name="tui-agent rescuer")
 
     async def stop_dispatcher(self) -> None:
-        """Stop the dispatcher, if it runs, and wait for its current pass to end."""
+        """Stop the dispatcher and the rescuer, if they run, and wait for their current pass
+        to end."""
+        rescuer, self._rescuer = self._rescuer, None
+        if rescuer is not None and rescuer.get_loop() is asyncio.get_running_loop():
+            rescuer.cancel()
+            await asyncio.gather(rescuer, return_exceptions=True)
         await stop_dispatcher(self.agent)
+
+    # -- stranded signals ---------------------------------------------------------------------
+
+    async def rescue_stranded(self) -> list[str]:
+        """Take over the threads whose accepted signals wait with no live run (the run's owner
+        was killed, or exited while they waited): a new run here answers them. The ids of the
+        runs started. Any process with the agent open does this (``ensure_dispatcher`` starts
+        it each ``RESCUE_INTERVAL_S``), so nothing accepted is stranded while one lives
+        (tests/test_rescue.py)."""
+        memory = self.agent.memory
+        if memory is None:
+            return []
+        started: list[str] = []
+        for thread_id in await memory.store.stranded_threads():
+            rescued = await memory.store.rescue_stranded(
+                thread_id, owner=self._owner, ttl_s=memory.lease_ttl_s, agent_id=self.agent.id
+            )
+            if rescued is not None:
+                run_id, resource_id = rescued
+                await self.start_woken_run(thread_id, resource_id, run_id, {})
+                started.append(run_id)
+        return started
+
+    async def _rescue_forever(self) -> None:
+        memory = self.agent.memory
+        assert memory is not None
+        interval = min(RESCUE_INTERVAL_S, memory.lease_ttl_s / 2)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.rescue_stranded()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bad pass must not end the rescuer; the next one retries
+                log.exception("rescuing stranded signals failed")
 
     # -- settling -----------------------------------------------------------------------------
 

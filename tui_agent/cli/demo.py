@@ -56,6 +56,11 @@ _OPERATORS: dict[type, Any] = {
     ast.UAdd: operator.pos,
 }
 _MAX_POWER = 1000  # 10**1000 is fine; 10**10**10 would hang the process
+# Results are bounded before they are computed: nested powers and long products of big numbers
+# ((9**1000)**1000)**1000, 10**1000*10**1000*…) would otherwise compute for seconds or minutes.
+# 4,000 digits also stays under Python's int-to-str limit, so every result can be shown.
+MAX_RESULT_DIGITS = 4000
+_MAX_RESULT_BITS = int(MAX_RESULT_DIGITS * 3.33)
 
 
 class CalculatorInput(BaseModel):
@@ -84,8 +89,23 @@ def _eval(node: ast.AST) -> Any:
         left, right = _eval(node.left), _eval(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > _MAX_POWER:
             raise ValueError(f"exponent {right} is too large (max {_MAX_POWER})")
+        _check_result_size(node.op, left, right)
         return _OPERATORS[type(node.op)](left, right)
     raise ValueError(f"only numbers and + - * / // % ** are allowed, not {ast.dump(node)[:40]}")
+
+
+def _check_result_size(op: ast.operator, left: Any, right: Any) -> None:
+    """Refuse, before computing it, an integer result longer than MAX_RESULT_DIGITS."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return  # floats overflow (an error) instead of growing
+    if isinstance(op, ast.Pow) and right > 0:
+        bits = max(left.bit_length() - 1, 0) * right
+    elif isinstance(op, ast.Mult):
+        bits = left.bit_length() + right.bit_length() - 1
+    else:
+        return
+    if bits > _MAX_RESULT_BITS:
+        raise ValueError(f"the result would have more than {MAX_RESULT_DIGITS} digits")
 
 
 def demo_tools() -> dict[str, Any]:

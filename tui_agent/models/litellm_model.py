@@ -18,6 +18,10 @@ Rules this adapter follows (also in the README):
   ``request.provider_options``.
 - Providers whose credentials usually come from the machine (AWS, Google Cloud, Ollama) are
   not checked for keys up front; litellm reports what is missing at the first call.
+- Timeouts as on the direct path (``openai_http.Timeouts``, the same defaults and the same
+  ``model_settings={"timeout": s | {"connect", "first_byte", "between_chunks"}}``): no answer
+  within ``first_byte`` seconds (connecting included), or no chunk for ``between_chunks``,
+  fails the step with "provider timed out after N s" (tests/test_model_timeouts.py).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from tui_agent.errors import (
     UnknownProviderError,
 )
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
+from tui_agent.models.openai_http import DEFAULT_TIMEOUTS, Timeouts
 from tui_agent.models.redaction import CREDENTIAL_WORDS, call_secrets, redact
 from tui_agent.models.request_options import (
     lifted_options,
@@ -107,8 +112,10 @@ class LiteLLMModel:
         api_base: str | None = None,
         headers: dict[str, str] | None = None,
         extra: dict[str, Any] | None = None,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
     ) -> None:
         self._model_id = model
+        self._timeouts = timeouts
         self._api_key = api_key
         self._api_base = api_base
         self._headers = dict(headers) if headers else None
@@ -192,16 +199,33 @@ class LiteLLMModel:
         if self._supports_usage_option is None:
             self._supports_usage_option = _supports_stream_options(self._litellm_model)
         kwargs = self._call_kwargs(request)
+        timeouts = self._timeouts.updated(request.settings.get("timeout"))
+        if isinstance(kwargs.get("timeout"), dict):
+            del kwargs["timeout"]  # ours alone: litellm takes only seconds
         try:
-            response = await _open_stream(kwargs, abort)
+            response = await _open_stream(kwargs, abort, timeouts.first_byte)
+        except _ProviderSilent as silent:
+            raise self._timed_out(silent.seconds, "no answer: first-byte timeout") from None
         except Exception as exc:
             raise self._call_error(exc, kwargs) from exc
         if response is None:
             return  # aborted before the provider answered
         watcher = _close_on_abort(abort, response) if abort is not None else None
         step = _Step()
+        chunks = response.__aiter__()
+        limit, which = timeouts.first_byte, "no answer: first-byte timeout"
         try:
-            async for chunk in response:
+            while True:
+                try:
+                    async with asyncio.timeout(limit):  # around the read only, never a yield
+                        chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    if abort is not None and abort.is_set():
+                        return
+                    raise self._timed_out(limit, which) from None
+                limit, which = timeouts.between_chunks, "no chunk: between-chunks timeout"
                 if abort is not None and abort.is_set():
                     return
                 for event in step.events(chunk):
@@ -253,6 +277,13 @@ class LiteLLMModel:
         return None
 
     # -- errors ------------------------------------------------------------------------------
+    def _timed_out(self, seconds: float, which: str) -> ModelCallError:
+        return ModelCallError(
+            f"model {self._model_id!r} failed (Timeout, no response): provider timed out after "
+            f"{seconds:g} s ({which})",
+            model=self._model_id,
+        )
+
     def _call_error(self, exc: Exception, kwargs: dict[str, Any]) -> Exception:
         if isinstance(exc, TuiAgentError) or not _is_provider_error(exc):
             return exc
@@ -346,23 +377,47 @@ def _supports_stream_options(model: str) -> bool:
     return "stream_options" in (params or [])
 
 
-async def _open_stream(kwargs: dict[str, Any], abort: asyncio.Event | None) -> Any:
+class _ProviderSilent(Exception):
+    """The provider did not answer within ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"no answer within {seconds:g} s")
+
+
+async def _open_stream(kwargs: dict[str, Any], abort: asyncio.Event | None, limit: float) -> Any:
     """``litellm.acompletion``; None if ``abort`` is set before the provider answers (the time
-    to the first byte can be seconds, and an abort must not wait for it)."""
+    to the first byte can be seconds, and an abort must not wait for it); ``_ProviderSilent``
+    if it has not answered after ``limit`` seconds (the call is cancelled)."""
     call = _litellm.acompletion(**kwargs)  # type: ignore[union-attr]
-    if abort is None:
-        return await call
+    if abort is None:  # in this task: the stream it opens is read from this task
+        timer = asyncio.timeout(limit)
+        try:
+            async with timer:
+                return await call
+        except TimeoutError:
+            if timer.expired():
+                raise _ProviderSilent(limit) from None
+            raise
     opening = asyncio.ensure_future(call)
-    aborted = asyncio.ensure_future(abort.wait())
+    waits: list[asyncio.Future[Any]] = [opening]
+    if abort is not None:
+        waits.append(asyncio.ensure_future(abort.wait()))
     try:
-        await asyncio.wait((opening, aborted), return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waits, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # our caller was cancelled: so is the call
+        opening.cancel()
+        raise
     finally:
-        aborted.cancel()
+        for waiting in waits[1:]:
+            waiting.cancel()
     if not opening.done():
         opening.cancel()
         with contextlib.suppress(BaseException):
             await opening
-        return None
+        if abort is not None and abort.is_set():
+            return None
+        raise _ProviderSilent(limit)
     return opening.result()
 
 

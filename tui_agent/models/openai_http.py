@@ -551,13 +551,15 @@ def _transport_detail(exc: BaseException, timeouts: Timeouts, started: bool) -> 
     import httpx
 
     if isinstance(exc, httpx.ConnectTimeout):
-        return f"no connection within {timeouts.connect:g} s (connect timeout)"
+        return f"provider timed out after {timeouts.connect:g} s (no connection: connect timeout)"
     if isinstance(exc, _Stalled):
         started = exc.which == "between_chunks"
     if isinstance(exc, (httpx.ReadTimeout, _Stalled)) and started:
-        return f"no chunk for {timeouts.between_chunks:g} s (between-chunks timeout)"
+        return (f"provider timed out after {timeouts.between_chunks:g} s"
+                " (no chunk: between-chunks timeout)")
     if isinstance(exc, (httpx.ReadTimeout, _Stalled)):
-        return f"no answer within {timeouts.first_byte:g} s (first-byte timeout)"
+        return (f"provider timed out after {timeouts.first_byte:g} s"
+                " (no answer: first-byte timeout)")
     if isinstance(exc, json.JSONDecodeError):
         return f"the provider sent a chunk that is not JSON ({exc.msg})"
     return str(exc).strip()[:500] or type(exc).__name__

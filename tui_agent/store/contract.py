@@ -15,6 +15,13 @@ Guarantees every store gives, unless a method says otherwise:
 - **Ordered log.** A thread's events get increasing ``seq`` numbers in commit order; messages
   are kept in the order appended.
 - **Reads see commits.** A read started after a write returned sees that write.
+- **Fenced run writes.** Every write a run makes (``append``/``append_soon`` with ``fence``,
+  ``claim_signals``, ``finish_run``) first checks, *in the same transaction*, that the run
+  still holds its thread's lease (the lease row names that run id; the run id is the fencing
+  token, minted once per grant). If not (the lease was reaped as expired, or handed to another
+  run), the write raises ``LeaseLostError`` and stores nothing: a stalled run that wakes
+  (SIGSTOP, a laptop asleep, a blocked event loop) never writes after its successor, never
+  claims its successor's signals, and its status stays ``interrupted``.
 
 ``tests/store_contract.py`` checks these for every store factory in
 ``tests/test_store_contract.py``.
@@ -108,9 +115,11 @@ class Store(Protocol):
     async def append(
         self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
         events: Iterable[EventIn] = (),
+        fence: str | None = None,
     ) -> None:
         """Append messages and events in one transaction, in the order given; wakes this
-        store's listeners of the thread."""
+        store's listeners of the thread. ``fence`` (a run id): refused with
+        ``LeaseLostError``, nothing stored, unless that run holds the thread's lease."""
         ...
 
     async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
@@ -120,10 +129,12 @@ class Store(Protocol):
     def append_soon(
         self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
         events: Iterable[EventIn] = (),
+        fence: str | None = None,
     ) -> asyncio.Future[None]:
         """:meth:`append`, queued at once without waiting: appends made close together (the
         delta flushes of several runs) may share one transaction (group commit). The future
-        resolves once the append is committed; appends keep the order they were queued in."""
+        resolves once the append is committed; appends keep the order they were queued in.
+        ``fence`` as for :meth:`append` (a refused append fails only its own future)."""
         ...
 
     async def list_messages(
@@ -199,11 +210,36 @@ class Store(Protocol):
         self, thread_id: str, resource_id: str, run_id: str, *, owner: str, status: str,
         finish_reason: str | None, error: str | None = None,
         messages: Sequence[MessageIn] = (), events: Sequence[EventIn] = (), force: bool = False,
+        keep_pending: bool = False, resume: bool = False,
     ) -> FinishOutcome:
         """End the run and release the lease atomically with its last messages and events,
         unless signals are pending for it (then nothing is written). ``force`` ends it anyway,
         keeping the pending signals as persisted history before the last event. A queued
-        signal then starts the next run under the same lease (``next_run_id``)."""
+        signal then starts the next run under the same lease (``next_run_id``). Fenced:
+        ``LeaseLostError`` (nothing written) unless ``run_id`` holds the thread's lease.
+        ``keep_pending`` (with ``force``; a run cancelled as its process exits): the pending
+        signals stay pending and queued ones queued, unanswered, the lease released, for
+        another process's :meth:`rescue_stranded` to hand to a new run. ``resume`` (with
+        ``keep_pending``): the run had taken signals it never answered; a marker signal of type
+        ``"__resume__"`` is left pending for it, so the thread is rescued and the new run answers
+        from history. :meth:`claim_signals` takes a marker without storing or returning it, and
+        :meth:`waiting_signals` does not list it."""
+        ...
+
+    async def stranded_threads(self) -> list[str]:
+        """Threads with signals waiting (``pending`` or ``queued``) and no live lease: their
+        run's owner died or exited. A cheap read (every process with an agent polls it)."""
+        ...
+
+    async def rescue_stranded(
+        self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
+    ) -> tuple[str, str] | None:
+        """In one transaction, if the thread's signals are stranded (no live lease; an expired
+        one is reaped as ``interrupted``), take the lease for ``owner``: a new run that the
+        pending signals are pending for, or else the first queued signal's own run. Returns
+        (run id, resource id) for the caller to start, or None (nothing stranded, a live run
+        holds the thread, or its last run was another agent's). Of concurrent rescuers exactly
+        one wins."""
         ...
 
     async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None: ...
@@ -246,7 +282,8 @@ class Store(Protocol):
     ) -> list[dict[str, Any]]:
         """Atomically append the run's output so far, then take every pending signal of the
         thread in arrival order (each stored as a user message and an echo event). Returns
-        ``[{"id", "type", "message", "data"}]``."""
+        ``[{"id", "type", "message", "data"}]``. Fenced: ``LeaseLostError`` (nothing taken,
+        nothing written) unless ``run_id`` holds the thread's lease."""
         ...
 
     async def has_pending_signals(self, thread_id: str) -> bool: ...

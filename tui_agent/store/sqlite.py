@@ -34,7 +34,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 import tui_agent.store.txn as txn
-from tui_agent.errors import StoreError
+from tui_agent.errors import StoreError, StoreFullError
 from tui_agent.events import echo_source, echo_type
 from tui_agent.store.aiosqlite_private import make_worker_daemon, run_with_connection
 from tui_agent.store.codec import dumps, loads, new_id
@@ -214,11 +214,21 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             db = await self._conn()
             assert self._write_lock is not None
             async with self._write_lock:
-                result = await run_with_connection(db, txn.in_transaction, body, *args)
+                try:
+                    result = await run_with_connection(db, txn.in_transaction, body, *args)
+                except sqlite3.Error as error:
+                    raise self._typed(error) from error
                 self._commits += 1
                 return result
         finally:
             self._leading = False
+
+    def _typed(self, error: BaseException) -> BaseException:
+        """A full disk (or ``max_page_count``) as one clear ``StoreFullError`` naming the
+        store; any other error as it is."""
+        if isinstance(error, sqlite3.Error) and "full" in str(error):
+            return StoreFullError(f"the store {self.path} is full ({error}): nothing was written")
+        return error
 
     def submit(self, body: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Queue ``body(conn, *args)`` as :meth:`write` does, without waiting: the future
@@ -259,11 +269,13 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
                 outcomes = await self._run_group(db, group)
         except BaseException as error:  # nothing of the group was stored
             for queued in group:
-                _settle(queued.future, txn.Outcome(error=_as_exception(error)))
+                _settle(queued.future, txn.Outcome(error=_as_exception(self._typed(error))))
             if not isinstance(error, Exception):
                 raise
             return  # the writes queued behind this group still get their own transaction
         for queued, outcome in zip(group, outcomes, strict=True):
+            if outcome.error is not None:
+                outcome.error = self._typed(outcome.error)
             _settle(queued.future, outcome)
 
     async def _run_group(self, db: Any, group: list[_Queued]) -> list[txn.Outcome]:
@@ -374,9 +386,13 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         *,
         messages: Iterable[MessageIn] = (),
         events: Iterable[EventIn] = (),
+        fence: str | None = None,
     ) -> None:
-        """Append messages and events to a thread in one transaction."""
-        await self.write(txn.append, thread_id, resource_id, list(messages), list(events))
+        """Append messages and events to a thread in one transaction (refused with
+        ``LeaseLostError`` unless run ``fence``, if given, holds the thread's lease)."""
+        await self.write(
+            txn.append_as_run, thread_id, resource_id, list(messages), list(events), fence
+        )
         self._notify(thread_id)
 
     def append_soon(
@@ -386,12 +402,15 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         *,
         messages: Iterable[MessageIn] = (),
         events: Iterable[EventIn] = (),
+        fence: str | None = None,
     ) -> asyncio.Future[None]:
         """:meth:`append`, queued at once for the writer's next group commit, never run alone
         (as a lone :meth:`append` is): appends made in the same loop iteration, such as the
         delta flushes of several runs on one tick, share one transaction. The future resolves
         once it is committed."""
-        appended = self.submit(txn.append, thread_id, resource_id, list(messages), list(events))
+        appended = self.submit(
+            txn.append_as_run, thread_id, resource_id, list(messages), list(events), fence
+        )
         appended.add_done_callback(partial(self._notify_committed, thread_id))
         return appended
 
@@ -436,8 +455,8 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         the live run's next step boundary, ``queued`` ones for their own run."""
         rows = await self.fetchall(
             "SELECT id, type, status, run_id, data, created_at FROM signals"
-            " WHERE thread_id=? AND status IN ('pending', 'queued') ORDER BY seq",
-            (thread_id,),
+            " WHERE thread_id=? AND status IN ('pending', 'queued') AND type!=? ORDER BY seq",
+            (thread_id, txn.RESUME),
         )
         return [
             {"id": row[0], "type": row[1], "status": row[2], "run_id": row[3],
@@ -582,6 +601,8 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         messages: Sequence[MessageIn] = (),
         events: Sequence[EventIn] = (),
         force: bool = False,
+        keep_pending: bool = False,
+        resume: bool = False,
     ) -> FinishOutcome:
         """End the run and release the lease, atomically with its last messages and events —
         unless signals arrived for it meanwhile (then nothing is written: the run continues).
@@ -601,10 +622,31 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             list(messages),
             list(events),
             force,
+            keep_pending,
+            resume,
         )
         if outcome.finished:
             self._notify(thread_id)
         return outcome
+
+    async def stranded_threads(self) -> list[str]:
+        """Threads with signals waiting (pending or queued) and no live lease."""
+        rows = await self.fetchall(
+            "SELECT DISTINCT s.thread_id FROM signals s WHERE s.status IN ('pending', 'queued')"
+            " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id"
+            " AND l.expires_at > ?)",
+            (time.time(),),
+        )
+        return [row[0] for row in rows]
+
+    async def rescue_stranded(
+        self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
+    ) -> tuple[str, str] | None:
+        """Take over a thread whose signals wait with no live run (see the contract)."""
+        rescued = await self.write(txn.rescue_stranded, thread_id, owner, ttl_s, agent_id)
+        if rescued is not None:
+            self._notify(thread_id)
+        return rescued
 
     def route_signal_soon(
         self,

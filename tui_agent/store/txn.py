@@ -14,7 +14,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-from tui_agent.errors import StoreError
+from tui_agent.errors import LeaseLostError, StoreError
 from tui_agent.events import FINISH, FROM_AGENT, INTERRUPTED, START, echo_source, echo_type
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.records import (
@@ -27,6 +27,10 @@ from tui_agent.store.records import (
 )
 
 Conn = sqlite3.Connection
+# A marker a run cancelled at exit leaves pending when it had taken signals it never answered:
+# it wakes the rescue like a signal, but is taken without storing anything, so the rescuing
+# run answers what history already holds. Not a valid signal type for callers.
+RESUME = "__resume__"
 
 
 def in_transaction(conn: Conn, body: Any, *args: Any) -> Any:
@@ -35,7 +39,8 @@ def in_transaction(conn: Conn, body: Any, *args: Any) -> Any:
     try:
         result = body(conn, *args)
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back already (I/O error, full disk)
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
     return result
@@ -184,7 +189,35 @@ def append(
         )
 
 
+def append_as_run(
+    conn: Conn,
+    thread_id: str,
+    resource_id: str,
+    messages: list[MessageIn],
+    events: list[EventIn],
+    fence: str | None,
+) -> None:
+    """:func:`append`, refused (``LeaseLostError``) unless run ``fence`` holds the lease."""
+    if fence is not None:
+        check_lease(conn, thread_id, fence)
+    append(conn, thread_id, resource_id, messages, events)
+
+
 # -- runs and leases --------------------------------------------------------------------------
+
+
+def check_lease(conn: Conn, thread_id: str, run_id: str) -> None:
+    """The fence, checked inside the transaction of every write a run makes: the run must
+    still hold the thread's lease. The run id is the fencing token: each grant of a lease
+    mints a new run (the ``runs`` primary key keeps ids unique), so a run whose lease was
+    reaped or handed to another run can never match again."""
+    row = conn.execute("SELECT run_id FROM leases WHERE thread_id=?", (thread_id,)).fetchone()
+    if row is None or row[0] != run_id:
+        holder = "no run" if row is None else f"run {row[0]}"
+        raise LeaseLostError(
+            f"run {run_id} lost the lease of thread {thread_id!r} ({holder} holds it now):"
+            " its write was refused"
+        )
 
 
 def live_lease(conn: Conn, thread_id: str) -> tuple[str, str] | None:
@@ -295,24 +328,67 @@ def finish_run(
     messages: list[MessageIn],
     events: list[EventIn],
     force: bool,
+    keep_pending: bool = False,
+    resume: bool = False,
 ) -> FinishOutcome:
+    check_lease(conn, thread_id, run_id)
     if not force and count_pending(conn, thread_id):
         return FinishOutcome(finished=False)
     append(conn, thread_id, resource_id, messages, events[:-1])
-    if force:
+    if force and not keep_pending:
         persist_pending(conn, thread_id, resource_id, run_id)
     append(conn, thread_id, resource_id, [], events[-1:])
     conn.execute(
         "UPDATE runs SET status=?, finish_reason=?, error=?, ended_at=? WHERE id=?",
         (status, finish_reason, error, time.time(), run_id),
     )
-    next_run_id = start_next_queued(conn, thread_id, owner)
+    if keep_pending and resume:
+        insert_signal(conn, thread_id, resource_id, SignalIn(new_id(), RESUME, {}, {}),
+                      "pending", run_id)
+    next_run_id = None if keep_pending else start_next_queued(conn, thread_id, owner)
     if next_run_id is None:
         conn.execute("DELETE FROM leases WHERE thread_id=? AND run_id=?", (thread_id, run_id))
     return FinishOutcome(finished=True, next_run_id=next_run_id)
 
 
-def start_next_queued(conn: Conn, thread_id: str, owner: str) -> str | None:
+def rescue_stranded(
+    conn: Conn, thread_id: str, owner: str, ttl_s: float, agent_id: str | None
+) -> tuple[str, str] | None:
+    """Signals waiting with no live run to take them (their run's owner died, or exited while
+    they waited): reap the dead lease, then take the lease for a new run that answers the
+    pending ones, or for the first queued one's own run. (run id, resource id), or None if
+    nothing is stranded, a live run holds the thread, or another agent ran it last."""
+    if live_lease(conn, thread_id) is not None:
+        return None
+    last = conn.execute(
+        "SELECT agent_id FROM runs WHERE thread_id=? ORDER BY started_at DESC LIMIT 1",
+        (thread_id,),
+    ).fetchone()
+    if last is not None and last[0] not in (None, agent_id):
+        return None
+    pending = conn.execute(
+        "SELECT resource_id FROM signals WHERE thread_id=? AND status='pending' LIMIT 1",
+        (thread_id,),
+    ).fetchone()
+    if pending is None:
+        queued = start_next_queued(conn, thread_id, owner, ttl_s)
+        return None if queued is None else (queued, _resource_of(conn, thread_id))
+    run_id = new_id()
+    begin_run(conn, thread_id, pending[0], run_id, owner, ttl_s, agent_id)
+    conn.execute(
+        "UPDATE signals SET run_id=? WHERE thread_id=? AND status='pending'", (run_id, thread_id)
+    )
+    return run_id, pending[0]
+
+
+def _resource_of(conn: Conn, thread_id: str) -> str:
+    row = conn.execute("SELECT resource_id FROM threads WHERE id=?", (thread_id,)).fetchone()
+    return str(row[0]) if row else ""
+
+
+def start_next_queued(
+    conn: Conn, thread_id: str, owner: str, ttl_s: float | None = None
+) -> str | None:
     row = conn.execute(
         "SELECT id, run_id, resource_id FROM signals WHERE thread_id=? AND status='queued'"
         " ORDER BY seq LIMIT 1",
@@ -322,7 +398,8 @@ def start_next_queued(conn: Conn, thread_id: str, owner: str) -> str | None:
         return None
     signal_id, run_id, resource_id = row
     conn.execute("UPDATE signals SET status='pending' WHERE id=?", (signal_id,))
-    begin_run(conn, thread_id, resource_id, run_id, owner, lease_ttl(conn, thread_id), None)
+    ttl = lease_ttl(conn, thread_id) if ttl_s is None else ttl_s
+    begin_run(conn, thread_id, resource_id, run_id, owner, ttl, None)
     return run_id
 
 
@@ -510,6 +587,7 @@ def _take_pending(
     taken = [
         {"id": sid, "type": type_, "message": loads(message), "data": loads(data)}
         for sid, type_, message, data in rows
+        if type_ != RESUME  # a marker: taken, nothing stored
     ]
     append(
         conn,
@@ -533,6 +611,7 @@ def claim_signals(
     messages_before: list[MessageIn],
     events_before: list[EventIn],
 ) -> list[dict[str, Any]]:
+    check_lease(conn, thread_id, run_id)
     append(conn, thread_id, resource_id, messages_before, events_before)
     return _take_pending(conn, thread_id, resource_id, run_id, "delivered")
 

@@ -1,0 +1,226 @@
+"""No accepted message is left unanswered: when the run that messages wait for dies (kill -9)
+or its process exits while a message is queued behind it, any live process with the agent open
+takes the thread over and answers them, with no further send (tests of issue 11).
+
+Peers are real processes (tests/helpers/signal_peer.py, or a short script) on one SQLite file;
+steps wait on the peers' reports or the store's rows, with bounds (failure guards)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.signal_peer import Peer
+
+R, T = "res-r", "thread-r"
+THREAD = {"resource_id": R, "thread_id": T}
+TTL_S = 1.0
+RESCUE_BOUND_S = TTL_S + 2.0  # the issue's goal: usable again within TTL + 2 s
+GUARD_S = 20.0
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "shared.db")
+
+
+@pytest.fixture
+def start_peer(db: str) -> Iterator[Callable[..., Peer]]:
+    started: list[Peer] = []
+
+    def start(**config: Any) -> Peer:
+        peer = Peer({"db": db, **config})
+        started.append(peer)
+        return peer
+
+    yield start
+    for peer in started:
+        peer.close()
+
+
+def rows(db: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + GUARD_S
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def finished_runs(db: str, other_than: str) -> list[str]:
+    found = rows(db, "SELECT id FROM runs WHERE status='finished' AND id!=?", (other_than,))
+    return [run for (run,) in found]
+
+
+def history(db: str) -> list[tuple[str, str]]:
+    found = rows(db, "SELECT role, content FROM messages WHERE thread_id=? ORDER BY seq", (T,))
+    return [(role, content.strip('"')) for role, content in found]
+
+
+def test_messages_pending_for_a_killed_owner_are_answered_with_no_further_send(
+    start_peer: Callable[..., Peer], db: str
+) -> None:
+    a = start_peer(name="A", ttl=TTL_S, gate_calls=[0])  # A's run never ends by itself
+    b = start_peer(name="B", ttl=TTL_S, reply="all five answered")
+    a.expect("ready")
+    b.expect("ready")
+    a.send("send", message="hello", target=THREAD)
+    dead = a.expect("accepted")["run_id"]
+    a.expect("model-call")
+    sent = [f"message {n}" for n in range(5)]
+    for text in sent:
+        b.send("send", message=text, target=THREAD)
+    for _ in sent:
+        assert b.expect("accepted")["action"] == "deliver"  # pending for A's run
+    os.kill(a.proc.pid, signal.SIGKILL)
+    a.proc.wait()
+    killed_at = time.monotonic()
+    call = b.expect("model-call")
+    assert call["users"] == ["hello", *sent]
+    wait_for(lambda: bool(finished_runs(db, dead)), "the rescuing run to finish")
+    elapsed = time.monotonic() - killed_at
+    assert elapsed < RESCUE_BOUND_S, f"answered {elapsed:.2f}s after the kill"
+    assert rows(db, "SELECT status FROM runs WHERE id=?", (dead,)) == [("interrupted",)]
+    assert history(db) == [
+        ("user", "hello"), *[("user", text) for text in sent],
+        ("assistant", "all five answered"),
+    ]
+    wait_for(lambda: rows(db, "SELECT COUNT(*) FROM leases") == [(0,)], "the lease released")
+
+
+OWNER_SCRIPT = """
+import asyncio, sqlite3, sys, time
+from tui_agent import Agent, Memory, SqliteStore
+from tui_agent.testing import ScriptedModel
+
+db, resource, thread = sys.argv[1:4]
+
+async def reply(messages, tools):
+    print("model-call", flush=True)
+    deadline = time.monotonic() + 15  # until another process queued a message (bounded)
+    while time.monotonic() < deadline:
+        with sqlite3.connect(db) as conn:
+            if conn.execute("SELECT 1 FROM signals WHERE status='queued'").fetchone():
+                break
+        await asyncio.sleep(0.02)
+    return "first answer"
+
+async def main():
+    memory = Memory(store=SqliteStore(db), lease_ttl_s=float(sys.argv[4]))
+    agent = Agent(name="script", id="peer", instructions="x",
+                  model=ScriptedModel(handler=reply), memory=memory)
+    result = await agent.generate("first", memory={"resource": resource, "thread": thread})
+    print("done", result.text, flush=True)
+    # and returns, without agent.close(): asyncio.run cancels what is left
+
+asyncio.run(main())
+"""
+
+
+def test_a_message_queued_behind_a_script_that_exits_is_answered_by_a_live_process(
+    start_peer: Callable[..., Peer], db: str
+) -> None:
+    b = start_peer(name="B", ttl=TTL_S, reply="second answer")
+    b.expect("ready")
+    script = subprocess.Popen(
+        [sys.executable, "-c", OWNER_SCRIPT, db, R, T, str(TTL_S)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert script.stdout is not None
+        assert script.stdout.readline().strip() == "model-call"
+        b.send("send", kind="queue", message="second", target=THREAD)
+        assert b.expect("accepted")["action"] == "deliver"
+        out, err = script.communicate(timeout=GUARD_S)
+    finally:
+        if script.poll() is None:
+            script.kill()
+            script.wait()
+    assert "done first answer" in out, err
+    exited_at = time.monotonic()
+    call = b.expect("model-call")
+    assert call["users"][-1] == "second"
+    wait_for(lambda: ("assistant", "second answer") in history(db), "the queued answer")
+    assert time.monotonic() - exited_at < RESCUE_BOUND_S
+    assert history(db) == [
+        ("user", "first"), ("assistant", "first answer"),
+        ("user", "second"), ("assistant", "second answer"),
+    ]
+    wait_for(lambda: rows(db, "SELECT COUNT(*) FROM leases") == [(0,)], "the lease released")
+
+
+CANCELLED_SCRIPT = """
+import asyncio, sqlite3, sys, time
+from tui_agent import Agent, Memory, SqliteStore
+from tui_agent.testing import ScriptedModel
+
+db, resource, thread, ttl = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+second_call = asyncio.Event()
+
+async def reply(messages, tools):
+    if second_call.is_set() or any(m["content"] == "second" for m in messages
+                                   if m["role"] == "user"):
+        second_call.set()  # the queued run took "second": it never answers here
+        await asyncio.Event().wait()
+    print("model-call", flush=True)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with sqlite3.connect(db) as conn:
+            if conn.execute("SELECT 1 FROM signals WHERE status='queued'").fetchone():
+                break
+        await asyncio.sleep(0.02)
+    return "first answer"
+
+async def main():
+    memory = Memory(store=SqliteStore(db), lease_ttl_s=ttl)
+    agent = Agent(name="script", id="peer", instructions="x",
+                  model=ScriptedModel(handler=reply), memory=memory)
+    await agent.generate("first", memory={"resource": resource, "thread": thread})
+    await asyncio.wait_for(second_call.wait(), 15)  # the queued run is mid-call: exit now
+    print("exiting", flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_a_queued_message_taken_by_a_run_cancelled_at_exit_is_answered_elsewhere(
+    start_peer: Callable[..., Peer], db: str
+) -> None:
+    b = start_peer(name="B", ttl=TTL_S, reply="second answer")
+    b.expect("ready")
+    script = subprocess.Popen(
+        [sys.executable, "-c", CANCELLED_SCRIPT, db, R, T, str(TTL_S)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert script.stdout is not None
+        assert script.stdout.readline().strip() == "model-call"
+        b.send("send", kind="queue", message="second", target=THREAD)
+        assert b.expect("accepted")["action"] == "deliver"
+        out, err = script.communicate(timeout=GUARD_S)
+    finally:
+        if script.poll() is None:
+            script.kill()
+            script.wait()
+    assert "exiting" in out, err
+    exited_at = time.monotonic()
+    call = b.expect("model-call")
+    assert call["users"][-1] == "second"
+    wait_for(lambda: ("assistant", "second answer") in history(db), "the queued answer")
+    assert time.monotonic() - exited_at < RESCUE_BOUND_S
+    assert history(db) == [
+        ("user", "first"), ("assistant", "first answer"),
+        ("user", "second"), ("assistant", "second answer"),
+    ]
+    wait_for(lambda: rows(db, "SELECT COUNT(*) FROM leases") == [(0,)], "the lease released")
