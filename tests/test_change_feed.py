@@ -121,7 +121,8 @@ async def test_twenty_subscribers_share_one_poller_and_idle_makes_no_query(
     found = await readers(agent, [f"t{i}" for i in range(20)])
     feed = ChangeFeed.of(store)
     try:
-        await until(lambda: feed.watchers == 20 and feed.polls >= 2, "the first polls")
+        # two watches a subscription: its stream's, and its live-run tracker's
+        await until(lambda: feed.watchers == 40 and feed.polls >= 2, "the first polls")
         assert feed.running and len(pollers(feed)) == 1  # one thread, not one per subscriber
         assert feed.told == (hearing == "inotify")
         queries, polls = store.queries, feed.polls
@@ -191,7 +192,8 @@ async def test_the_poller_stops_with_the_last_subscriber_and_starts_with_the_nex
     feed = ChangeFeed.of(store)
     found = await readers(agent, ["a", "a", "a"])
     try:
-        await until(lambda: feed.watchers == 3 and len(pollers(feed)) == 1, "the poller")
+        # two watches a subscription: its stream's, and its live-run tracker's
+        await until(lambda: feed.watchers == 6 and len(pollers(feed)) == 1, "the poller")
         [thread] = pollers(feed)
         await close_all(found[:2])
         assert feed.running  # one subscriber is left

@@ -179,6 +179,32 @@ async def test_active_run_id_is_the_live_run_before_the_stream_is_read(
     late.unsubscribe()
 
 
+async def test_active_run_id_knows_another_processes_run_before_the_stream_is_read(
+    agents: AgentFactory, store: SqliteStore, stores: Any
+) -> None:
+    """A run of another process (here: another agent on its own connection to the file) is the
+    subscriber's live run as soon as the store has it, though nobody reads ``sub.stream``."""
+    watcher = memory_agent(agents, store, ScriptedModel(["-"]))
+    sub = await watcher.subscribe_to_thread(resource_id=R, thread_id=T)
+    gate = Gate()
+    elsewhere = agents(name="conform", model=gate.model, memory=Memory(store=stores(store.path)))
+    output = await live_run(elsewhere, gate)
+    await until_true(lambda: sub.active_run_id() == output.run_id, "the other process's run")
+    gate.gate.set()
+    await output.consume_stream()
+    await until_true(lambda: sub.active_run_id() is None, "its end")
+    sub.unsubscribe()
+
+
+async def until_true(condition: Any, what: str, timeout: float = 5.0) -> None:
+    """Let the loop run until ``condition()``; fail naming ``what`` after ``timeout``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, f"timed out after {timeout} s waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
 async def test_subscribe_to_thread_without_resource_id(
     agents: AgentFactory, store: SqliteStore
 ) -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
 
 REAP_EVERY_S = 1.0  # how often a dead owner's lease is looked for while a run seems live
+LIVE_CHECK_S = 0.2  # at most this often, on another process's commit: which run is live
 
 
 class ThreadSubscription:
@@ -52,7 +53,22 @@ class ThreadSubscription:
         self._closed = False
         self._wake = self._store.add_listener(thread_id)  # set by this process's appends
         self._changes: ChangeWatch | None = None  # sets it on other processes' commits
+        #: The live run as the store says, kept current on other processes' commits (so
+        #: ``active_run_id`` knows their runs before anyone reads the stream).
+        self._stored_run_id = active_run_id
+        self._live_task: asyncio.Task[None] | None = None
+        self._live_watch: ChangeWatch | None = None
+        self._ended: set[str] = set()  # runs whose end this subscriber has read
         self.stream: AsyncIterator[dict[str, Any]] = self._events()
+
+    def follow_live_run(self) -> None:
+        """Keep :meth:`active_run_id` current with runs of other processes, stream read or not
+        (a task of the running loop, ended by :meth:`unsubscribe`). It wakes on other
+        processes' commits only: this agent's own runs are known without the store."""
+        if self._live_task is None:
+            self._live_watch = ChangeFeed.of(self._store).watch(local=False)
+            self._live_task = asyncio.get_running_loop().create_task(
+                self._track_live_run(self._live_watch), name=f"live run of {self.thread_id}")
 
     def active_run_id(self) -> str | None:
         """The thread's live run, read or not: this agent's run on the thread in this process,
@@ -64,6 +80,9 @@ class ThreadSubscription:
         tracked = self._active_run_id
         if tracked in self._ours:
             return None  # ours, and no longer live here: it ended (its end not read yet)
+        stored = self._stored_run_id
+        if tracked is None and stored not in self._ours and stored not in self._ended:
+            return stored  # another process's, its start not read yet
         return tracked
 
     def abort(self) -> bool:
@@ -80,6 +99,19 @@ class ThreadSubscription:
         self._wake.set()
         if self._changes is not None:
             self._changes.close()  # the stream may never be read again: stop the poller now
+        if self._live_task is not None:
+            self._live_task.cancel()
+        if self._live_watch is not None:
+            self._live_watch.close()  # now, not when the task gets round to its cancellation
+
+    async def _track_live_run(self, changes: ChangeWatch) -> None:
+        with changes:
+            while not self._closed:
+                await changes.wait()
+                active = await self._store.active_run(self.thread_id)
+                self._stored_run_id = active.run_id if active is not None else None
+                self._ended.clear()  # the store's answer is newer than the ends read so far
+                await asyncio.sleep(LIVE_CHECK_S)  # a streaming run commits often: read less
 
     async def _events(self) -> AsyncIterator[dict[str, Any]]:
         # Taken before the first read: a commit after it wakes this subscriber.
@@ -115,8 +147,10 @@ class ThreadSubscription:
     def _track(self, event: dict[str, Any]) -> None:
         if event["type"] == START:
             self._active_run_id = event["run_id"]
-        elif event["type"] in END_TYPES and event["run_id"] == self._active_run_id:
-            self._active_run_id = None
+        elif event["type"] in END_TYPES:
+            self._ended.add(event["run_id"])
+            if event["run_id"] == self._active_run_id:
+                self._active_run_id = None
 
 
 async def check_thread_owner(store: Any, resource_id: str, thread_id: str) -> None:
@@ -154,6 +188,8 @@ async def subscribe(
         cursor = await store.last_event_seq(thread_id)
     agent.runtime.ensure_dispatcher()
     ours = active is not None and active.owner == agent.runtime.owner
-    return ThreadSubscription(
+    sub = ThreadSubscription(
         agent, resource_id, thread_id, cursor, active.run_id if active else None, ours=ours
     )
+    sub.follow_live_run()
+    return sub
