@@ -1,7 +1,8 @@
 """What only the PostgreSQL store has: LISTEN/NOTIFY change detection (another store object's
 commit wakes this one's listeners and bumps ``data_version`` with no query; a dropped listening
-connection reconnects and readers catch up from their cursor), its migrations, and its pool.
-The rest of its behaviour is the shared contract and suites (``both_stores``)."""
+connection reconnects and readers catch up from their cursor), its migrations, its pool, and a
+server whose disk is full (SQLSTATE 53100) as one ``StoreFullError``. The rest of its
+behaviour is the shared contract and suites (``both_stores``)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from collections.abc import AsyncIterator
 
 import pg_server
 import pytest
+from helpers.common import AgentFactory
 
-from tui_agent.errors import StoreError
+from tui_agent import Memory
+from tui_agent.errors import RunFailedError, StoreError, StoreFullError
 from tui_agent.store import open_store
 from tui_agent.store.postgres import POOL_SIZE, PostgresStore
 from tui_agent.store.postgres_schema import SCHEMA_VERSION
 from tui_agent.store.records import EventIn
+from tui_agent.testing import ScriptedModel
 
 R, T = "res-pg", "thread-pg"
 GUARD_S = 10.0  # failure guard only
@@ -146,3 +150,46 @@ async def test_leases_are_timed_by_the_server_not_by_a_machine_s_clock(
     active = await ahead.active_run(T)
     assert active is not None and active.run_id == "live"
     assert ahead.request_abort_sync(T) == "live"
+
+
+# The server's own disk-full error (SQLSTATE 53100), raised for any row over 100 kB: small
+# writes fit, a long answer does not (as a full disk with a few pages left).
+_DISK_FULL_FOR_BIG_ROWS = """
+CREATE FUNCTION test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF length(NEW::text) > 100000 THEN
+        RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER events_full BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION test_disk_full();
+CREATE TRIGGER messages_full BEFORE INSERT ON messages
+    FOR EACH ROW EXECUTE FUNCTION test_disk_full();
+"""
+
+
+async def test_a_full_disk_fails_the_run_at_once_with_one_line_naming_the_store(
+    url: str, agents: AgentFactory
+) -> None:
+    with_password = url.replace("://postgres@", "://postgres:s3cret-pw@", 1)  # trust auth
+    assert "s3cret-pw" in with_password
+    store = open_store(with_password)
+    try:
+        model = ScriptedModel(["small", "x" * 2_000_000], chunk_size=200_000)
+        agent = agents(model=model, memory=Memory(store=store))
+        await agent.generate("warm up", memory={"resource": R, "thread": T})
+        assert isinstance(store, PostgresStore)
+        async with store.transaction() as conn:
+            await conn.execute(_DISK_FULL_FOR_BIG_ROWS)
+        with pytest.raises((RunFailedError, StoreFullError)) as raised:
+            await agent.generate("again", memory={"resource": R, "thread": T})
+        error = raised.value.__cause__ if isinstance(raised.value, RunFailedError) else raised.value
+        assert isinstance(error, StoreFullError), repr(error)
+        message = str(error)
+        assert store.location in message and "full" in message and "\n" not in message
+        assert "s3cret-pw" not in message
+        assert await store.active_run(T) is None  # released at once, not after the TTL
+        (last,) = await store.list_runs(T, limit=1)
+        assert (last.status, last.error) == ("failed", f"StoreFullError: {message}")
+    finally:
+        await store.close()

@@ -10,6 +10,8 @@ process on every machine using the database:
   the thread's advisory lock first (``postgres_txn.py``): exactly one of concurrent wakes
   wakes, and the event log's ``seq`` follows commit order;
 - the inbox's claims lock their rows ``FOR UPDATE SKIP LOCKED`` (``postgres_inbox.py``);
+- a run's writes are fenced by its run id and signals stranded by a dead run are rescued, as
+  on SQLite (``postgres_txn.py``); a full disk (SQLSTATE 53100) is one ``StoreFullError``;
 - change detection is ``LISTEN/NOTIFY`` (``postgres_changes.py``): ``data_version()`` is a
   counter the notifications bump, no query; listeners of a thread are woken by other processes'
   commits too.
@@ -28,7 +30,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import tui_agent.store.postgres_txn as txn
-from tui_agent.errors import ConfigError, StoreError
+from tui_agent.errors import ConfigError, StoreError, StoreFullError
 from tui_agent.store.codec import dumps, loads
 from tui_agent.store.location import without_password
 from tui_agent.store.postgres_changes import ChangeListener
@@ -153,9 +155,21 @@ class PostgresStore(PostgresInbox):
     async def transaction(self) -> AsyncIterator[Any]:
         """One write transaction on a pooled connection; counted in :attr:`local_commits`."""
         pool = await self.pool()
-        async with pool.acquire() as conn, conn.transaction():
-            yield conn
+        with self._full_is_a_store_full_error():
+            async with pool.acquire() as conn, conn.transaction():
+                yield conn
         self._commits += 1
+
+    @contextmanager
+    def _full_is_a_store_full_error(self) -> Iterator[None]:
+        """The server's disk full (SQLSTATE 53100) as one ``StoreFullError`` naming the store
+        without its password, as SQLite's full file is; the transaction was rolled back."""
+        try:
+            yield
+        except require_asyncpg().DiskFullError as error:
+            raise StoreFullError(
+                f"the store {self.location} is full ({error}): nothing was written"
+            ) from error
 
     async def write(self, body: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run ``body(conn, *args)`` (a function of ``postgres_txn``) as one transaction."""
@@ -265,10 +279,13 @@ class PostgresStore(PostgresInbox):
 
     async def append(
         self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
-        events: Iterable[EventIn] = (),
+        events: Iterable[EventIn] = (), fence: str | None = None,
     ) -> None:
+        """One transaction; refused (``LeaseLostError``) unless run ``fence``, if given, holds
+        the thread's lease."""
         await self.write_thread(
-            thread_id, txn.locked_append, thread_id, resource_id, list(messages), list(events))
+            thread_id, txn.locked_append, thread_id, resource_id, list(messages), list(events),
+            fence)
         self._notify(thread_id)
 
     async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
@@ -276,12 +293,13 @@ class PostgresStore(PostgresInbox):
 
     def append_soon(
         self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
-        events: Iterable[EventIn] = (),
+        events: Iterable[EventIn] = (), fence: str | None = None,
     ) -> asyncio.Future[None]:
         """:meth:`append`, started now: the store keeps call order per thread. Each is its own
-        transaction here (no group commit on PostgreSQL yet: the pool writes in parallel)."""
-        return asyncio.ensure_future(
-            self.append(thread_id, resource_id, messages=list(messages), events=list(events)))
+        transaction here (no group commit on PostgreSQL yet: the pool writes in parallel), so
+        a refused (fenced) append fails only its own future."""
+        return asyncio.ensure_future(self.append(
+            thread_id, resource_id, messages=list(messages), events=list(events), fence=fence))
 
     async def list_messages(
         self, thread_id: str, *, limit: int = 50, before: str | None = None
@@ -441,14 +459,37 @@ class PostgresStore(PostgresInbox):
         self, thread_id: str, resource_id: str, run_id: str, *, owner: str, status: str,
         finish_reason: str | None, error: str | None = None,
         messages: Sequence[MessageIn] = (), events: Sequence[EventIn] = (), force: bool = False,
+        keep_pending: bool = False, resume: bool = False,
     ) -> FinishOutcome:
+        """Fenced: ``LeaseLostError`` unless ``run_id`` holds the lease (see the contract)."""
         outcome = await self.write_thread(
             thread_id, txn.finish_run, thread_id, resource_id, run_id, owner, status,
-            finish_reason, error, list(messages), list(events), force,
+            finish_reason, error, list(messages), list(events), force, keep_pending, resume,
         )
         if outcome.finished:
             self._notify(thread_id)
         return outcome
+
+    async def stranded_threads(self) -> list[str]:
+        """Threads with signals waiting (pending or queued) and no live lease (by the server's
+        clock): one read on the ``signals_waiting`` index."""
+        rows = await self.fetchall(
+            "SELECT DISTINCT s.thread_id FROM signals s WHERE s.status IN ('pending', 'queued')"
+            " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id"
+            f" AND l.expires_at > {txn.SERVER_NOW})"
+        )
+        return [row[0] for row in rows]
+
+    async def rescue_stranded(
+        self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
+    ) -> tuple[str, str] | None:
+        """Take over a thread whose signals wait with no live run (see the contract)."""
+        rescued = await self.write_thread(
+            thread_id, txn.rescue_stranded, thread_id, owner, ttl_s, agent_id
+        )
+        if rescued is not None:
+            self._notify(thread_id)
+        return rescued
 
     async def get_agent_overrides(self, agent_id: str) -> dict[str, Any] | None:
         row = await self.fetchone(
@@ -507,11 +548,12 @@ class PostgresStore(PostgresInbox):
         its own transaction); None if no run is live (nothing was written)."""
         async with self._in_call_order(thread_id):
             pool = await self.pool()
-            run_id = await pool.fetchval(
-                "SELECT tui_agent_deliver_signal($1, $2, $3, $4, $5, $6, $7)",
-                thread_id, signal.id, resource_id, signal.type, dumps(signal.message),
-                dumps(signal.data), time.time(),
-            )
+            with self._full_is_a_store_full_error():
+                run_id = await pool.fetchval(
+                    "SELECT tui_agent_deliver_signal($1, $2, $3, $4, $5, $6, $7)",
+                    thread_id, signal.id, resource_id, signal.type, dumps(signal.message),
+                    dumps(signal.data), time.time(),
+                )
         if run_id is not None:
             self._commits += 1
         return run_id
@@ -537,8 +579,8 @@ class PostgresStore(PostgresInbox):
     async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
         rows = await self.fetchall(
             "SELECT id, type, status, run_id, data, created_at FROM signals"
-            " WHERE thread_id=$1 AND status IN ('pending', 'queued') ORDER BY seq",
-            thread_id,
+            " WHERE thread_id=$1 AND status IN ('pending', 'queued') AND type!=$2 ORDER BY seq",
+            thread_id, txn.RESUME,
         )
         return [
             {"id": row[0], "type": row[1], "status": row[2], "run_id": row[3],

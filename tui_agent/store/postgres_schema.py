@@ -220,6 +220,12 @@ MIGRATIONS: list[str] = [
         updated_at DOUBLE PRECISION NOT NULL
     );
     """,
+    # 3: finding stranded signals (pending or queued with no live run to take them) is one
+    #    indexed read, cheap enough for every process to do each second (as SQLite's 3).
+    """
+    CREATE INDEX signals_waiting ON signals(status, thread_id)
+        WHERE status IN ('pending', 'queued');
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

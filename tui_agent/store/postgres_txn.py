@@ -7,6 +7,12 @@ signals first takes that thread's transaction-scoped advisory lock (:func:`lock_
 such transactions on one thread run one after another. That makes the lease decision (who holds
 it, whether a signal wakes or delivers) a decision of one transaction, and it keeps the event
 log's ``seq`` in commit order per thread: a reader reading on from its cursor misses nothing.
+
+Fenced run writes (as SQLite's): every write a run makes (a fenced append, claiming signals,
+its end) checks, under that lock and in the same transaction, that the lease row still names the
+run (:func:`check_lease`); a stale run's write raises ``LeaseLostError`` and stores nothing.
+Signals stranded by a dead run are taken over by :func:`rescue_stranded`, under the same lock,
+so of concurrent rescuers exactly one wins.
 Checked by ``tests/test_store_contract.py`` (the ``postgres`` factory).
 """
 
@@ -15,7 +21,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tui_agent.errors import StoreError
+from tui_agent.errors import LeaseLostError, StoreError
 from tui_agent.events import echo_source, echo_type
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.records import (
@@ -26,6 +32,7 @@ from tui_agent.store.records import (
     SignalIn,
     signal_message,
 )
+from tui_agent.store.txn import RESUME  # the resume marker's type, one spelling for both stores
 
 Conn = Any  # asyncpg.Connection (asyncpg is optional: not imported here)
 
@@ -103,13 +110,31 @@ async def append(
 
 async def locked_append(
     conn: Conn, thread_id: str, resource_id: str, messages: list[MessageIn],
-    events: list[EventIn],
+    events: list[EventIn], fence: str | None = None,
 ) -> None:
+    """:func:`append` under the thread's lock, refused (``LeaseLostError``) unless run
+    ``fence``, if given, holds the thread's lease."""
     await lock_thread(conn, thread_id)
+    if fence is not None:
+        await check_lease(conn, thread_id, fence)
     await append(conn, thread_id, resource_id, messages, events)
 
 
 # -- runs and leases --------------------------------------------------------------------------
+
+
+async def check_lease(conn: Conn, thread_id: str, run_id: str) -> None:
+    """The fence, checked under the thread's lock inside the transaction of every write a run
+    makes: the run must still hold the thread's lease. The run id is the fencing token (each
+    grant mints a new run; the ``runs`` primary key keeps ids unique), so a run whose lease was
+    reaped or handed to another run can never match again."""
+    holder = await conn.fetchval("SELECT run_id FROM leases WHERE thread_id=$1", thread_id)
+    if holder != run_id:
+        named = "no run" if holder is None else f"run {holder}"
+        raise LeaseLostError(
+            f"run {run_id} lost the lease of thread {thread_id!r} ({named} holds it now):"
+            " its write was refused"
+        )
 
 
 async def live_lease(conn: Conn, thread_id: str) -> tuple[str, str] | None:
@@ -200,20 +225,26 @@ async def renew_lease(
 async def finish_run(
     conn: Conn, thread_id: str, resource_id: str, run_id: str, owner: str, status: str,
     finish_reason: str | None, error: str | None, messages: list[MessageIn],
-    events: list[EventIn], force: bool,
+    events: list[EventIn], force: bool, keep_pending: bool = False, resume: bool = False,
 ) -> FinishOutcome:
+    """As SQLite's ``txn.finish_run``: fenced; ``keep_pending`` leaves the waiting signals
+    for a rescue (``resume``: with a marker pending, for signals taken but never answered)."""
     await lock_thread(conn, thread_id)
+    await check_lease(conn, thread_id, run_id)
     if not force and await count_pending(conn, thread_id):
         return FinishOutcome(finished=False)
     await append(conn, thread_id, resource_id, messages, events[:-1])
-    if force:
+    if force and not keep_pending:
         await take_pending(conn, thread_id, resource_id, run_id, "persisted")
     await append(conn, thread_id, resource_id, [], events[-1:])
     await conn.execute(
         "UPDATE runs SET status=$1, finish_reason=$2, error=$3, ended_at=$4 WHERE id=$5",
         status, finish_reason, error, time.time(), run_id,
     )
-    next_run_id = await start_next_queued(conn, thread_id, owner)
+    if keep_pending and resume:
+        marker = SignalIn(new_id(), RESUME, {}, {})
+        await insert_signal(conn, thread_id, resource_id, marker, "pending", run_id)
+    next_run_id = None if keep_pending else await start_next_queued(conn, thread_id, owner)
     if next_run_id is None:
         await conn.execute(
             "DELETE FROM leases WHERE thread_id=$1 AND run_id=$2", thread_id, run_id
@@ -221,7 +252,48 @@ async def finish_run(
     return FinishOutcome(finished=True, next_run_id=next_run_id)
 
 
-async def start_next_queued(conn: Conn, thread_id: str, owner: str) -> str | None:
+async def rescue_stranded(
+    conn: Conn, thread_id: str, owner: str, ttl_s: float, agent_id: str | None
+) -> tuple[str, str] | None:
+    """Signals waiting with no live run to take them (their run's owner died, or exited while
+    they waited): under the thread's lock, reap the dead lease, then take the lease for a new
+    run that answers the pending ones, or for the first queued one's own run. (run id,
+    resource id), or None if nothing is stranded, a live run holds the thread, or another agent
+    ran it last."""
+    await lock_thread(conn, thread_id)
+    if await live_lease(conn, thread_id) is not None:
+        return None
+    last_agent = await conn.fetchrow(
+        "SELECT agent_id FROM runs WHERE thread_id=$1 ORDER BY started_at DESC LIMIT 1",
+        thread_id,
+    )
+    if last_agent is not None and last_agent[0] not in (None, agent_id):
+        return None
+    resource_id = await conn.fetchval(
+        "SELECT resource_id FROM signals WHERE thread_id=$1 AND status='pending' LIMIT 1",
+        thread_id,
+    )
+    if resource_id is None:
+        queued = await start_next_queued(conn, thread_id, owner, ttl_s)
+        return None if queued is None else (queued, await _resource_of(conn, thread_id))
+    run_id = new_id()
+    await begin_run(conn, thread_id, resource_id, run_id, owner, ttl_s, agent_id)
+    await conn.execute(
+        "UPDATE signals SET run_id=$1 WHERE thread_id=$2 AND status='pending'", run_id, thread_id
+    )
+    return run_id, resource_id
+
+
+async def _resource_of(conn: Conn, thread_id: str) -> str:
+    resource_id = await conn.fetchval("SELECT resource_id FROM threads WHERE id=$1", thread_id)
+    return "" if resource_id is None else str(resource_id)
+
+
+async def start_next_queued(
+    conn: Conn, thread_id: str, owner: str, ttl_s: float | None = None
+) -> str | None:
+    """Start the first queued signal's own run under the thread's lease, for ``ttl_s`` (None:
+    what is left of the current lease)."""
     row = await conn.fetchrow(
         "SELECT id, run_id, resource_id FROM signals WHERE thread_id=$1 AND status='queued'"
         " ORDER BY seq LIMIT 1",
@@ -231,10 +303,11 @@ async def start_next_queued(conn: Conn, thread_id: str, owner: str) -> str | Non
         return None
     signal_id, run_id, resource_id = row
     await conn.execute("UPDATE signals SET status='pending' WHERE id=$1", signal_id)
-    left = await conn.fetchval(
-        f"SELECT expires_at - {SERVER_NOW} FROM leases WHERE thread_id=$1", thread_id
-    )
-    ttl_s = max(1.0, left) if left is not None else 15.0
+    if ttl_s is None:
+        left = await conn.fetchval(
+            f"SELECT expires_at - {SERVER_NOW} FROM leases WHERE thread_id=$1", thread_id
+        )
+        ttl_s = max(1.0, left) if left is not None else 15.0
     await begin_run(conn, thread_id, resource_id, run_id, owner, ttl_s, None)
     return run_id
 
@@ -332,6 +405,7 @@ async def take_pending(
     taken = [
         {"id": sid, "type": type_, "message": loads(message), "data": loads(data)}
         for _seq, sid, type_, message, data in sorted(rows, key=lambda row: row[0])
+        if type_ != RESUME  # a marker: taken, nothing stored
     ]
     if taken:
         await append(
@@ -347,5 +421,6 @@ async def claim_signals(
     messages_before: list[MessageIn], events_before: list[EventIn],
 ) -> list[dict[str, Any]]:
     await lock_thread(conn, thread_id)
+    await check_lease(conn, thread_id, run_id)
     await append(conn, thread_id, resource_id, messages_before, events_before)
     return await take_pending(conn, thread_id, resource_id, run_id, "delivered")
