@@ -22,6 +22,9 @@ waiting-signals view each hold a watch, then read only what concerns them. Guara
   run streaming elsewhere is followed closely), then doubling up to ``IDLE_S``: an isolated
   change is seen within ``IDLE_S`` (about half of it on average), at ``1 / IDLE_S`` polls a
   second when idle.
+- **Pushed, where the store pushes** (``pushes_changes``: PostgreSQL's ``LISTEN/NOTIFY``): the
+  store wakes the feed on every notification, and the poller only keeps the listening
+  connection up, every ``SAFETY_S``.
 - This process's own commits wake ``local`` watches at the next poll but do not speed the poller
   up (a no-op commit every second, the dispatcher's claim, would keep it fast forever); readers
   that must see this process's appends at once (subscriptions) are woken by the store's
@@ -299,7 +302,9 @@ class _Poller(threading.Thread):
                 self._to_loop(feed.wake, foreign=moved)
             if told:
                 hurry_until = time.monotonic() + HURRY_S
-            if self._told is None:
+            if getattr(feed.store, "pushes_changes", False):
+                interval = SAFETY_S  # the store wakes the feed itself: this only keeps it up
+            elif self._told is None:
                 interval = feed.interval(interval)
             else:
                 interval = feed.interval(interval, hurry_until=hurry_until, ceiling=SAFETY_S)

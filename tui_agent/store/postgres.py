@@ -94,6 +94,14 @@ class PostgresStore(PostgresInbox):
         self._thread_order: dict[str, list[Any]] = {}  # thread id: [its lock, users]
         self._run_lookups: asyncio.Lock | None = None
         self._changes = ChangeListener(self._connect)
+        self._changes.on_change = self._wake_change_feed
+
+    def _wake_change_feed(self) -> None:
+        """A notification arrived: wake this store's change-feed watchers at once (its poller
+        then only keeps the listening connection up, every ``SAFETY_S``)."""
+        from tui_agent.store.changes import ChangeFeed
+
+        ChangeFeed.of(self).wake(foreign=True, news=False)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.location!r})"

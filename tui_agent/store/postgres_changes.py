@@ -34,6 +34,9 @@ class ChangeListener:
         self._next_try = 0.0
         self.version = 0
         self.listeners: dict[str, set[asyncio.Event]] = {}
+        #: Called (on the event loop) after every notification: the store's change feed wakes
+        #: its watchers from it, so nothing has to poll for what the server pushes.
+        self.on_change: Callable[[], None] | None = None
 
     def set_thread(self, thread_id: str) -> None:
         for event in self.listeners.get(thread_id, ()):
@@ -44,11 +47,17 @@ class ChangeListener:
         for events in self.listeners.values():
             for event in events:
                 event.set()
+        self._changed()
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         self.version += 1
         if payload:
             self.set_thread(payload)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     def _on_terminated(self, conn: Any) -> None:
         if conn is self._conn:
