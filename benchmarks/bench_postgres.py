@@ -37,8 +37,8 @@ from helpers.signal_peer import Peer
 from helpers.sql import dollar_params
 
 from tui_agent import Agent, Memory
-from tui_agent.agent.subscription import POLL_S
 from tui_agent.store import open_store
+from tui_agent.store.changes import IDLE_S as POLL_S
 from tui_agent.store.records import MessageIn
 from tui_agent.testing import ScriptedModel
 
@@ -241,7 +241,7 @@ def figures(locations: Locations, args: argparse.Namespace) -> list[Row]:
     for kind in kinds:
         p50, p99 = latency(locations.new(kind, "latency"), args.rounds)
         goal = "goal p50 ≤ 10 ms (LISTEN/NOTIFY)" if kind == "postgres" else \
-            f"anchor: polls data_version every {POLL_S * 1000:.0f} ms"
+            f"anchor: SQLite's change feed polls every {POLL_S * 1000:.0f} ms when quiet"
         rows.append((f"send → other process sees echo [{kind}]",
                      f"p50 {p50:.1f} / p99 {p99:.1f} ms", f"{args.rounds} signals; {goal}"))
     for kind in kinds:
