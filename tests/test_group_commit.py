@@ -222,6 +222,27 @@ def test_a_batch_that_fails_is_replayed_one_by_one_in_savepoints(tmp_path: Path)
         conn.close()
 
 
+def test_a_full_disk_in_a_group_fails_the_whole_group_with_its_own_error(tmp_path: Path) -> None:
+    """SQLite rolls the whole transaction back when the disk is full: the group raises that
+    error (nothing of it stored), not "no such savepoint" from rolling back a callee."""
+    path = tmp_path / "full.sqlite"
+    asyncio.run(_make_thread_with_run(path))
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        (pages,) = conn.execute("PRAGMA page_count").fetchone()
+        conn.execute(f"PRAGMA max_page_count={pages + 2}")
+        small = [EventIn("text-delta", {"text": "x"})]
+        large = [EventIn("text-delta", {"text": "x" * 200_000})]
+        writes = [(txn.append, (T, R, [], small)), (txn.append, (T, R, [], large))]
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            txn.in_group(conn, writes)
+        assert not conn.in_transaction
+        deltas = conn.execute("SELECT COUNT(*) FROM events WHERE type='text-delta'").fetchone()
+        assert deltas == (0,)
+    finally:
+        conn.close()
+
+
 async def _make_thread_with_run(path: Path) -> None:
     store = SqliteStore(path)
     try:

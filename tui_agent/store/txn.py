@@ -89,6 +89,8 @@ def _in_savepoint(conn: Conn, body: Any, args: tuple[Any, ...]) -> Outcome:
     try:
         value = body(conn, *args)
     except Exception as error:
+        if not conn.in_transaction:  # SQLite rolled the whole group back (disk full, I/O):
+            raise  # nothing of it is stored, every caller of the group hears of it
         conn.execute("ROLLBACK TO caller")
         conn.execute("RELEASE caller")
         return Outcome(error=error)
@@ -103,6 +105,8 @@ def _batch_in_savepoint(
     try:
         values = batch(conn, calls)
     except Exception:
+        if not conn.in_transaction:  # the whole group was rolled back: as in _in_savepoint
+            raise
         conn.execute("ROLLBACK TO batch")
         conn.execute("RELEASE batch")
         return [_in_savepoint(conn, body, args) for args in calls]  # find whose write failed
