@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from datetime import UTC
 from functools import partial
+from json import encoder as json_encoder
 from typing import TYPE_CHECKING, Any
 
 from tui_agent.agent.options import parse_run_options
@@ -32,8 +34,11 @@ from tui_agent.signals.data import (
     parse_if_idle,
     parse_target,
 )
-from tui_agent.signals.elements import merge_attributes, to_model_message
+from tui_agent.signals.elements import merge_attributes, neutralize_markup, to_model_message
 from tui_agent.store.records import RouteResult, SignalIn
+
+# json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
+_json_str = json_encoder.encode_basestring
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
@@ -286,10 +291,48 @@ async def _thread_of(agent: Agent, target: Target) -> tuple[str, str]:
 def _signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
     """The signal as stored for one branch: the model message and the echo payload, both with
     the branch's attributes merged over the signal's own."""
+    if not branch_attributes and _is_plain_text(signal):
+        return _plain_signal_in(signal)
     data = signal.model_dump(mode="json")
     data["attributes"] = merge_attributes(signal.attributes, branch_attributes)
     return SignalIn(signal.id, signal.type, to_model_message(signal, branch_attributes), data)
 
+
+def _is_plain_text(signal: Signal) -> bool:
+    """A user message of one string with nothing else set: most of what is sent."""
+    return (
+        signal.type == "user"
+        and type(signal.contents) is str
+        and type(signal.id) is str
+        and type(signal.tag_name) is str
+        and not (signal.attributes or signal.metadata or signal.provider_options)
+        and signal.created_at.tzinfo is UTC
+    )
+
+
+def _plain_signal_in(signal: Signal) -> SignalIn:
+    """:func:`_signal_in`'s general path for a plain text message, without pydantic's dump or a
+    JSON encoder: the same message and data, and their JSON built once here (the text is encoded
+    once when neutralising leaves it as it is). tests/test_signal_fast_path.py proves both
+    paths store the same rows and give the model the same message."""
+    text = signal.contents
+    assert isinstance(text, str)
+    content = neutralize_markup(text)
+    encoded = _json_str(text)
+    encoded_content = encoded if content == text else _json_str(content)
+    created = signal.created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
+    data = {
+        "id": signal.id, "type": "user", "tag_name": signal.tag_name, "contents": text,
+        "attributes": {}, "metadata": {}, "provider_options": {}, "created_at": created,
+    }
+    data_json = (
+        f'{{"id":{_json_str(signal.id)},"type":"user","tag_name":{_json_str(signal.tag_name)},'
+        f'"contents":{encoded},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
+        f'"created_at":"{created}"}}'
+    )
+    message_json = f'{{"role":"user","content":{encoded_content}}}'
+    return SignalIn(signal.id, "user", {"role": "user", "content": content}, data,
+                    message_json, data_json)
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:

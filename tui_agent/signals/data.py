@@ -317,6 +317,29 @@ def _from_validation_error(exc: ValidationError, what: str) -> SignalError:
     return SignalError("; ".join(messages))
 
 
+# What pydantic's validation leaves on a plain user message (see plain_message).
+_PLAIN_FIELDS_SET = frozenset({"type", "contents", "tag_name"})
+_set_attr = object.__setattr__
+
+
+def plain_message(text: str) -> Signal:
+    """``normalize_message(text)`` for a ``str``, without pydantic's validation pass: the hot path
+    of a burst of sends. A plain string needs one check (``check_text``, with the same error as
+    the general path); every other field takes the value validation would give it, and the
+    instance is laid out as ``Signal(...)`` lays it out (the same ``__dict__`` order and
+    fields-set). tests/test_signal_fast_path.py proves both paths give equal signals."""
+    check_text(text, "contents")
+    signal = Signal.__new__(Signal)
+    _set_attr(signal, "__dict__", {
+        "id": _new_id(), "type": "user", "tag_name": "user", "contents": text,
+        "attributes": {}, "metadata": {}, "provider_options": {}, "created_at": _now(),
+    })
+    _set_attr(signal, "__pydantic_fields_set__", set(_PLAIN_FIELDS_SET))
+    _set_attr(signal, "__pydantic_extra__", None)
+    _set_attr(signal, "__pydantic_private__", None)
+    return signal
+
+
 def build_signal(fields: dict[str, Any], what: str) -> Signal:
     try:
         return Signal(**fields)
@@ -336,6 +359,8 @@ def normalize_message(message: Any) -> Signal:
                 "(use send_signal)"
             )
         return message
+    if type(message) is str:  # most of what is sent
+        return plain_message(message)
     if isinstance(message, (str, list, tuple)):
         return build_signal({"type": "user", "contents": check_contents(message)}, "message")
     if isinstance(message, Mapping):

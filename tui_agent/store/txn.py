@@ -426,8 +426,8 @@ def signal_row(
         signal.type,
         status,
         run_id,
-        dumps(signal.message),
-        dumps(signal.data),
+        signal.message_json or dumps(signal.message),
+        signal.data_json or dumps(signal.data),
         now,
     )
 
