@@ -147,12 +147,18 @@ def _route_now(
     receipt: SignalReceipt,
 ) -> None:
     """The thread is known: queue the routing transaction now (it joins the store's next group
-    commit) and settle the receipt from the decision's future — no task per signal, so a burst
-    of sends costs little more than its commits."""
+    commit); the store's writer settles the receipt once it is committed, for every signal of
+    the group in one pass — no task and no loop callback per signal, so a burst of sends costs
+    little more than its commits."""
+    assert agent.memory is not None
     assert target.resource_id is not None and target.thread_id is not None
-    routed = _submit_route(agent, signal, target.resource_id, target.thread_id, active, idle, queue)
     agent.runtime.track(receipt.accepted)  # close() waits for it, as for a routing task
-    routed.add_done_callback(partial(_on_routed, agent, target, idle, receipt))
+    agent.memory.store.route_signal_then(
+        partial(_on_routed, agent, target, idle, receipt),
+        target.thread_id,
+        target.resource_id,
+        **_route_options(agent, signal, active, idle, queue),
+    )
 
 
 def _on_routed(
@@ -160,13 +166,13 @@ def _on_routed(
     target: Target,
     idle: IfIdle,
     receipt: SignalReceipt,
-    routed: asyncio.Future[RouteResult],
+    result: RouteResult | None,
+    error: BaseException | None,
 ) -> None:
-    error = asyncio.CancelledError() if routed.cancelled() else routed.exception()
     if error is not None:
         _fail_receipt(receipt, error)
         return
-    result = routed.result()
+    assert result is not None
     try:  # a callback's error would only be logged: the receipt must hear of it
         if result.action != "wake":
             _accept(receipt, _decision(agent, result))
@@ -233,20 +239,29 @@ def _submit_route(
     queue: bool,
 ) -> asyncio.Future[RouteResult]:
     assert agent.memory is not None
+    return agent.memory.store.route_signal_soon(
+        thread_id, resource_id, **_route_options(agent, signal, active, idle, queue)
+    )
+
+
+def _route_options(
+    agent: Agent, signal: Signal, active: IfActive, idle: IfIdle, queue: bool
+) -> dict[str, Any]:
+    """The signal as each branch stores it, and the rest of ``route_signal_soon``'s and
+    ``route_signal_then``'s arguments after the thread and resource."""
+    assert agent.memory is not None
     when_active = _signal_in(signal, active.attributes)
     same = active.attributes == idle.attributes  # the default: render it once
-    return agent.memory.store.route_signal_soon(
-        thread_id,
-        resource_id,
-        when_active,
-        if_active=active.behavior,
-        if_idle=idle.behavior,
-        queue=queue,
-        owner=agent.runtime.owner,
-        ttl_s=agent.memory.lease_ttl_s,
-        agent_id=agent.id,
-        echo_when_idle=when_active if same else _signal_in(signal, idle.attributes),
-    )
+    return {
+        "signal": when_active,
+        "if_active": active.behavior,
+        "if_idle": idle.behavior,
+        "queue": queue,
+        "owner": agent.runtime.owner,
+        "ttl_s": agent.memory.lease_ttl_s,
+        "agent_id": agent.id,
+        "echo_when_idle": when_active if same else _signal_in(signal, idle.attributes),
+    }
 
 
 def _decision(agent: Agent, result: RouteResult) -> dict[str, Any]:
