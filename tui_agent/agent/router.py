@@ -129,7 +129,7 @@ def _send_in_process(
     if active.behavior == "discard":
         accepted.set_result({"action": "discard"})
         return SignalReceipt(signal, accepted)
-    branch = _signal_in(signal, active.attributes)
+    branch = signal_in(signal, active.attributes)
     routed = {"id": signal.id, "type": signal.type, "message": branch.message, "data": branch.data}
     if not run.deliver_local(routed):
         raise SignalError(f"run {target.run_id!r} has finished taking signals")
@@ -250,7 +250,7 @@ def _route_options(
     """The signal as each branch stores it, and the rest of ``route_signal_soon``'s and
     ``route_signal_then``'s arguments after the thread and resource."""
     assert agent.memory is not None
-    when_active = _signal_in(signal, active.attributes)
+    when_active = signal_in(signal, active.attributes)
     same = active.attributes == idle.attributes  # the default: render it once
     return {
         "signal": when_active,
@@ -260,7 +260,7 @@ def _route_options(
         "owner": agent.runtime.owner,
         "ttl_s": agent.memory.lease_ttl_s,
         "agent_id": agent.id,
-        "echo_when_idle": when_active if same else _signal_in(signal, idle.attributes),
+        "echo_when_idle": when_active if same else signal_in(signal, idle.attributes),
     }
 
 
@@ -303,17 +303,23 @@ async def _thread_of(agent: Agent, target: Target) -> tuple[str, str]:
     return run.resource_id, run.thread_id
 
 
-def _signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
+def signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
     """The signal as stored for one branch: the model message and the echo payload, both with
     the branch's attributes merged over the signal's own."""
-    if not branch_attributes and _is_plain_text(signal):
-        return _plain_signal_in(signal)
+    if not branch_attributes and is_plain_text(signal):
+        return plain_signal_in(signal)
+    return signal_in_general(signal, branch_attributes)
+
+
+def signal_in_general(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
+    """:func:`signal_in` for any signal (the reference the plain-text fast path is tested
+    against)."""
     data = signal.model_dump(mode="json")
     data["attributes"] = merge_attributes(signal.attributes, branch_attributes)
     return SignalIn(signal.id, signal.type, to_model_message(signal, branch_attributes), data)
 
 
-def _is_plain_text(signal: Signal) -> bool:
+def is_plain_text(signal: Signal) -> bool:
     """A user message of one string with nothing else set: most of what is sent."""
     return (
         signal.type == "user"
@@ -325,8 +331,8 @@ def _is_plain_text(signal: Signal) -> bool:
     )
 
 
-def _plain_signal_in(signal: Signal) -> SignalIn:
-    """:func:`_signal_in`'s general path for a plain text message, without pydantic's dump or a
+def plain_signal_in(signal: Signal) -> SignalIn:
+    """:func:`signal_in_general` for a plain text message, without pydantic's dump or a
     JSON encoder: the same message and data, and their JSON built once here (the text is encoded
     once when neutralising leaves it as it is). tests/test_signal_fast_path.py proves both
     paths store the same rows and give the model the same message."""
