@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 _DEFAULT_ACTIVE, _DEFAULT_IDLE = parse_if_active(None), parse_if_idle(None)
 
 
-@dataclass
+@dataclass(slots=True)  # one per send: no __dict__ to allocate
 class SignalReceipt:
     """What ``send_*`` returns at once. ``await receipt.accepted`` gives the routing decision:
     ``{"action": "wake", "run_id", "output"}``, ``{"action": "deliver", "run_id"}``,
@@ -153,11 +153,19 @@ def _route_now(
     assert agent.memory is not None
     assert target.resource_id is not None and target.thread_id is not None
     agent.runtime.track(receipt.accepted)  # close() waits for it, as for a routing task
-    agent.memory.store.route_signal_then(
+    when_active = signal_in(signal, active.attributes)
+    agent.memory.store.route_signal_then(  # keywords spelled out: no dict per signal
         partial(_on_routed, agent, target, idle, receipt),
         target.thread_id,
         target.resource_id,
-        **_route_options(agent, signal, active, idle, queue),
+        when_active,
+        if_active=active.behavior,
+        if_idle=idle.behavior,
+        queue=queue,
+        owner=agent.runtime.owner,
+        ttl_s=agent.memory.lease_ttl_s,
+        agent_id=agent.id,
+        echo_when_idle=_idle_form(signal, active, idle, when_active),
     )
 
 
@@ -239,29 +247,27 @@ def _submit_route(
     queue: bool,
 ) -> asyncio.Future[RouteResult]:
     assert agent.memory is not None
+    when_active = signal_in(signal, active.attributes)
     return agent.memory.store.route_signal_soon(
-        thread_id, resource_id, **_route_options(agent, signal, active, idle, queue)
+        thread_id,
+        resource_id,
+        when_active,
+        if_active=active.behavior,
+        if_idle=idle.behavior,
+        queue=queue,
+        owner=agent.runtime.owner,
+        ttl_s=agent.memory.lease_ttl_s,
+        agent_id=agent.id,
+        echo_when_idle=_idle_form(signal, active, idle, when_active),
     )
 
 
-def _route_options(
-    agent: Agent, signal: Signal, active: IfActive, idle: IfIdle, queue: bool
-) -> dict[str, Any]:
-    """The signal as each branch stores it, and the rest of ``route_signal_soon``'s and
-    ``route_signal_then``'s arguments after the thread and resource."""
-    assert agent.memory is not None
-    when_active = signal_in(signal, active.attributes)
-    same = active.attributes == idle.attributes  # the default: render it once
-    return {
-        "signal": when_active,
-        "if_active": active.behavior,
-        "if_idle": idle.behavior,
-        "queue": queue,
-        "owner": agent.runtime.owner,
-        "ttl_s": agent.memory.lease_ttl_s,
-        "agent_id": agent.id,
-        "echo_when_idle": when_active if same else signal_in(signal, idle.attributes),
-    }
+def _idle_form(signal: Signal, active: IfActive, idle: IfIdle, when_active: SignalIn) -> SignalIn:
+    """The signal as the idle branch stores it: the active branch's form when their attributes
+    are the same (the default), so it is rendered once."""
+    if active.attributes == idle.attributes:
+        return when_active
+    return signal_in(signal, idle.attributes)
 
 
 def _decision(agent: Agent, result: RouteResult) -> dict[str, Any]:
