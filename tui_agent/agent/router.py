@@ -344,9 +344,9 @@ def plain_signal_in(signal: Signal) -> SignalIn:
     paths store the same rows and give the model the same message."""
     text = signal.contents
     assert isinstance(text, str)
-    content = neutralize_markup(text)
+    content = neutralize_markup(text) if "<" in text else text  # only a "<" is ever rewritten
     encoded = _json_str(text)
-    encoded_content = encoded if content == text else _json_str(content)
+    encoded_content = encoded if content is text or content == text else _json_str(content)
     created = signal.created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
     data = {
         "id": signal.id, "type": "user", "tag_name": signal.tag_name, "contents": text,
