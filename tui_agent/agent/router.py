@@ -4,8 +4,11 @@ The call validates everything at once (a bad signal raises and nothing is stored
 receipt, and routes in the background: the decision — deliver into the live run, wake a new
 run, persist, discard — is taken inside one store transaction, so it holds across processes.
 A send to a named thread queues its decision at once, with no task of its own: a burst of sends
-shares the store's next group commit, and each receipt resolves once its signal is committed
-(tests/test_group_commit.py).
+shares the store's next group commit, and each receipt resolves once its signal is committed,
+all of a group's receipts in one pass of the store's writer (tests/test_group_commit.py). A
+plain text message (the common send) is built and rendered without pydantic and its stored JSON
+encoded once; tests/test_signal_fast_path.py proves it gives exactly the general path's
+signal, model message and stored rows.
 
 It lives above the agent (it spawns and starts runs through the agent's
 :class:`~tui_agent.agent.runtime.ThreadRuntime`); ``tui_agent.signals`` holds only the signal data
