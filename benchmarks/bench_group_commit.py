@@ -56,15 +56,17 @@ async def burst(path: Path, count: int, rounds: int, group_commit: bool) -> dict
                   memory=Memory(store=store))
     woken = await agent.send_message("start", resource_id=R, thread_id="t").accepted
     await entered.wait()
-    rates, commits, durable, sent = [], [], True, ["start"]
+    rates, calls_us, commits, durable, sent = [], [], [], True, ["start"]
     reader = sqlite3.connect(path)
     for r in range(rounds):
         texts = [f"r{r}-m{i}" for i in range(count)]
         before = store.local_commits
         start = time.perf_counter()
         receipts = [agent.send_message(text, resource_id=R, thread_id="t") for text in texts]
+        called = time.perf_counter()
         decisions = await asyncio.gather(*(receipt.accepted for receipt in receipts))
         rates.append(count / (time.perf_counter() - start))
+        calls_us.append((called - start) / count * 1e6)
         commits.append(store.local_commits - before)
         assert {d["run_id"] for d in decisions} == {woken["run_id"]}
         ids = [receipt.signal.id for receipt in receipts]
@@ -79,7 +81,8 @@ async def burst(path: Path, count: int, rounds: int, group_commit: bool) -> dict
     users = [m["content"] for m in calls[1] if m["role"] == "user"]
     await agent.close()
     await store.close()
-    return {"rate": statistics.median(rates), "commits": statistics.median(commits),
+    return {"rate": statistics.median(rates), "call_us": statistics.median(calls_us),
+            "commits": statistics.median(commits),
             "durable": durable, "in_order": users == sent}
 
 
@@ -107,9 +110,13 @@ async def burst_rows(tmp: Path, count: int, rounds: int) -> list[Row]:
     alone = await burst(tmp / "burst-off.db", count, rounds, group_commit=False)
     bare = executemany_anchor(tmp / "burst.db", count, rounds)
     checks = f"durable when accepted: {grouped['durable']}; in order: {grouped['in_order']}"
+    per_message = 1e6 / grouped["rate"]
+    split = (f"{grouped['call_us']:.1f} us in the send_message call, "
+             f"{per_message - grouped['call_us']:.1f} us committing and settling")
     return [
         (f"burst of {count} send_message (accepted)", f"{grouped['rate']:,.0f} /s",
          f"goal >= 50,000/s; {grouped['commits']:.0f} transactions per burst; {checks}"),
+        ("  per message", f"{per_message:.1f} us", split),
         ("  beside: group commit off", f"{alone['rate']:,.0f} /s",
          f"{alone['commits']:.0f} transactions per burst; in order: {alone['in_order']}"),
         (f"  anchor: bare executemany of {count} rows", f"{bare:,.0f} /s",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from tui_agent.errors import LeaseLostError, StoreError
 from tui_agent.store import Store
 from tui_agent.store.codec import new_id
-from tui_agent.store.records import EventIn, MessageIn, NotificationRecord, SignalIn
+from tui_agent.store.records import EventIn, MessageIn, NotificationRecord, RouteResult, SignalIn
 
 T, R, OWNER = "thread-1", "ann", "owner-1"
 DEAD_TTL = -1.0  # a lease that expired already: its owner died
@@ -353,6 +354,35 @@ class StoreContract:
         routed = [store.route_signal_soon(T, R, user_signal(f"s{i}"), **options)
                   for i in range(4)]
         results = await asyncio.gather(*routed)
+        assert [r.action for r in results] == ["wake", "deliver", "deliver", "deliver"]
+        assert len({r.run_id for r in results}) == 1
+        waiting = await store.waiting_signals(T)
+        assert [w["data"]["contents"] for w in waiting] == ["s0", "s1", "s2", "s3"]
+
+    async def test_routes_handed_to_callbacks_decide_in_order_one_wake(
+        self, store: Store
+    ) -> None:
+        """route_signal_then: each callback hears its own decision once it is committed (the
+        rows are readable then), in queue order, one wake; a failed route hears its error."""
+        await store.ensure_thread(T, R)
+        heard: list[tuple[str, Any, BaseException | None]] = []
+        all_heard = asyncio.get_running_loop().create_future()
+
+        def then(name: str, result: RouteResult | None, error: BaseException | None) -> None:
+            heard.append((name, result, error))
+            if len(heard) == 5:
+                all_heard.set_result(None)
+
+        options: dict[str, Any] = {"if_active": "deliver", "if_idle": "wake", "owner": OWNER,
+                                   "ttl_s": 30}
+        store.route_signal_then(partial(then, "other"), T, "another-resource",
+                                user_signal("x"), **options)  # idle: a wake checks the owner
+        for i in range(4):
+            store.route_signal_then(partial(then, f"s{i}"), T, R, user_signal(f"s{i}"), **options)
+        await asyncio.wait_for(all_heard, 10)
+        assert [name for name, _, _ in heard] == ["other", "s0", "s1", "s2", "s3"]
+        assert heard[0][1] is None and isinstance(heard[0][2], StoreError)
+        results = [result for _, result, _ in heard[1:]]
         assert [r.action for r in results] == ["wake", "deliver", "deliver", "deliver"]
         assert len({r.run_id for r in results}) == 1
         waiting = await store.waiting_signals(T)

@@ -98,6 +98,26 @@ async def test_a_burst_of_sends_is_stored_once_each_in_order_and_durable_when_ac
     assert [m.content for m in stored if m.role == "user"] == ["start", *texts]
 
 
+async def test_close_waits_for_every_receipt_of_a_large_burst(
+    store: SqliteStore, agents: AgentFactory
+) -> None:
+    """Receipts are tracked without a callback each and pruned in bulk: past several prunes,
+    close() still waits for every one, and once settled none is left in the background."""
+    held = HeldFirstCall()
+    agent = agents(model=held.model, memory=Memory(store=store))
+    woken = await agent.send_message("start", resource_id=R, thread_id=T).accepted
+    await asyncio.wait_for(held.entered.wait(), GUARD_S)
+    first = [agent.send_message(f"a{i}", resource_id=R, thread_id=T) for i in range(700)]
+    await asyncio.wait_for(asyncio.gather(*(r.accepted for r in first)), GUARD_S)
+    assert agent.runtime.background() == []  # settled receipts are not waited for
+    last = [agent.send_message(f"b{i}", resource_id=R, thread_id=T) for i in range(300)]
+    held.gate.set()
+    await asyncio.wait_for(agent.close(), GUARD_S)  # no await on the receipts themselves
+    assert all(r.accepted.done() and not r.accepted.cancelled() for r in last)
+    assert all(stored_signal(store.path, r.signal.id) == 1 for r in last)
+    assert woken["action"] == "wake"
+
+
 async def test_sends_to_an_idle_thread_in_one_group_wake_one_run_that_takes_them_all(
     store: SqliteStore, agents: AgentFactory
 ) -> None:

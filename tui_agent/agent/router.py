@@ -4,8 +4,11 @@ The call validates everything at once (a bad signal raises and nothing is stored
 receipt, and routes in the background: the decision — deliver into the live run, wake a new
 run, persist, discard — is taken inside one store transaction, so it holds across processes.
 A send to a named thread queues its decision at once, with no task of its own: a burst of sends
-shares the store's next group commit, and each receipt resolves once its signal is committed
-(tests/test_group_commit.py).
+shares the store's next group commit, and each receipt resolves once its signal is committed,
+all of a group's receipts in one pass of the store's writer (tests/test_group_commit.py). A
+plain text message (the common send) is built and rendered without pydantic and its stored JSON
+encoded once; tests/test_signal_fast_path.py proves it gives exactly the general path's
+signal, model message and stored rows.
 
 It lives above the agent (it spawns and starts runs through the agent's
 :class:`~tui_agent.agent.runtime.ThreadRuntime`); ``tui_agent.signals`` holds only the signal data
@@ -16,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from datetime import UTC
 from functools import partial
+from json import encoder as json_encoder
 from typing import TYPE_CHECKING, Any
 
 from tui_agent.agent.options import parse_run_options
@@ -32,8 +37,11 @@ from tui_agent.signals.data import (
     parse_if_idle,
     parse_target,
 )
-from tui_agent.signals.elements import merge_attributes, to_model_message
+from tui_agent.signals.elements import merge_attributes, neutralize_markup, to_model_message
 from tui_agent.store.records import RouteResult, SignalIn
+
+# json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
+_json_str = json_encoder.encode_basestring
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
@@ -43,7 +51,7 @@ if TYPE_CHECKING:
 _DEFAULT_ACTIVE, _DEFAULT_IDLE = parse_if_active(None), parse_if_idle(None)
 
 
-@dataclass
+@dataclass(slots=True)  # one per send: no __dict__ to allocate
 class SignalReceipt:
     """What ``send_*`` returns at once. ``await receipt.accepted`` gives the routing decision:
     ``{"action": "wake", "run_id", "output"}``, ``{"action": "deliver", "run_id"}``,
@@ -124,7 +132,7 @@ def _send_in_process(
     if active.behavior == "discard":
         accepted.set_result({"action": "discard"})
         return SignalReceipt(signal, accepted)
-    branch = _signal_in(signal, active.attributes)
+    branch = signal_in(signal, active.attributes)
     routed = {"id": signal.id, "type": signal.type, "message": branch.message, "data": branch.data}
     if not run.deliver_local(routed):
         raise SignalError(f"run {target.run_id!r} has finished taking signals")
@@ -142,12 +150,26 @@ def _route_now(
     receipt: SignalReceipt,
 ) -> None:
     """The thread is known: queue the routing transaction now (it joins the store's next group
-    commit) and settle the receipt from the decision's future — no task per signal, so a burst
-    of sends costs little more than its commits."""
+    commit); the store's writer settles the receipt once it is committed, for every signal of
+    the group in one pass — no task and no loop callback per signal, so a burst of sends costs
+    little more than its commits."""
+    assert agent.memory is not None
     assert target.resource_id is not None and target.thread_id is not None
-    routed = _submit_route(agent, signal, target.resource_id, target.thread_id, active, idle, queue)
     agent.runtime.track(receipt.accepted)  # close() waits for it, as for a routing task
-    routed.add_done_callback(partial(_on_routed, agent, target, idle, receipt))
+    when_active = signal_in(signal, active.attributes)
+    agent.memory.store.route_signal_then(  # keywords spelled out: no dict per signal
+        partial(_on_routed, agent, target, idle, receipt),
+        target.thread_id,
+        target.resource_id,
+        when_active,
+        if_active=active.behavior,
+        if_idle=idle.behavior,
+        queue=queue,
+        owner=agent.runtime.owner,
+        ttl_s=agent.memory.lease_ttl_s,
+        agent_id=agent.id,
+        echo_when_idle=_idle_form(signal, active, idle, when_active),
+    )
 
 
 def _on_routed(
@@ -155,13 +177,13 @@ def _on_routed(
     target: Target,
     idle: IfIdle,
     receipt: SignalReceipt,
-    routed: asyncio.Future[RouteResult],
+    result: RouteResult | None,
+    error: BaseException | None,
 ) -> None:
-    error = asyncio.CancelledError() if routed.cancelled() else routed.exception()
     if error is not None:
         _fail_receipt(receipt, error)
         return
-    result = routed.result()
+    assert result is not None
     try:  # a callback's error would only be logged: the receipt must hear of it
         if result.action != "wake":
             _accept(receipt, _decision(agent, result))
@@ -228,8 +250,7 @@ def _submit_route(
     queue: bool,
 ) -> asyncio.Future[RouteResult]:
     assert agent.memory is not None
-    when_active = _signal_in(signal, active.attributes)
-    same = active.attributes == idle.attributes  # the default: render it once
+    when_active = signal_in(signal, active.attributes)
     return agent.memory.store.route_signal_soon(
         thread_id,
         resource_id,
@@ -240,8 +261,16 @@ def _submit_route(
         owner=agent.runtime.owner,
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
-        echo_when_idle=when_active if same else _signal_in(signal, idle.attributes),
+        echo_when_idle=_idle_form(signal, active, idle, when_active),
     )
+
+
+def _idle_form(signal: Signal, active: IfActive, idle: IfIdle, when_active: SignalIn) -> SignalIn:
+    """The signal as the idle branch stores it: the active branch's form when their attributes
+    are the same (the default), so it is rendered once."""
+    if active.attributes == idle.attributes:
+        return when_active
+    return signal_in(signal, idle.attributes)
 
 
 def _decision(agent: Agent, result: RouteResult) -> dict[str, Any]:
@@ -283,13 +312,57 @@ async def _thread_of(agent: Agent, target: Target) -> tuple[str, str]:
     return run.resource_id, run.thread_id
 
 
-def _signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
+def signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
     """The signal as stored for one branch: the model message and the echo payload, both with
     the branch's attributes merged over the signal's own."""
+    if not branch_attributes and is_plain_text(signal):
+        return plain_signal_in(signal)
+    return signal_in_general(signal, branch_attributes)
+
+
+def signal_in_general(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
+    """:func:`signal_in` for any signal (the reference the plain-text fast path is tested
+    against)."""
     data = signal.model_dump(mode="json")
     data["attributes"] = merge_attributes(signal.attributes, branch_attributes)
     return SignalIn(signal.id, signal.type, to_model_message(signal, branch_attributes), data)
 
+
+def is_plain_text(signal: Signal) -> bool:
+    """A user message of one string with nothing else set: most of what is sent."""
+    return (
+        signal.type == "user"
+        and type(signal.contents) is str
+        and type(signal.id) is str
+        and type(signal.tag_name) is str
+        and not (signal.attributes or signal.metadata or signal.provider_options)
+        and signal.created_at.tzinfo is UTC
+    )
+
+
+def plain_signal_in(signal: Signal) -> SignalIn:
+    """:func:`signal_in_general` for a plain text message, without pydantic's dump or a
+    JSON encoder: the same message and data, and their JSON built once here (the text is encoded
+    once when neutralising leaves it as it is). tests/test_signal_fast_path.py proves both
+    paths store the same rows and give the model the same message."""
+    text = signal.contents
+    assert isinstance(text, str)
+    content = neutralize_markup(text) if "<" in text else text  # only a "<" is ever rewritten
+    encoded = _json_str(text)
+    encoded_content = encoded if content is text or content == text else _json_str(content)
+    created = signal.created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
+    data = {
+        "id": signal.id, "type": "user", "tag_name": signal.tag_name, "contents": text,
+        "attributes": {}, "metadata": {}, "provider_options": {}, "created_at": created,
+    }
+    data_json = (
+        f'{{"id":{_json_str(signal.id)},"type":"user","tag_name":{_json_str(signal.tag_name)},'
+        f'"contents":{encoded},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
+        f'"created_at":"{created}"}}'
+    )
+    message_json = f'{{"role":"user","content":{encoded_content}}}'
+    return SignalIn(signal.id, "user", {"role": "user", "content": content}, data,
+                    message_json, data_json)
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:

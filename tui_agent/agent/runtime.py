@@ -66,6 +66,7 @@ class ThreadRuntime:
         self._owner = owner
         self._runs: dict[str, Run] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._prune_tracked_at = _FIRST_PRUNE  # see track
         #: The notification dispatcher running for this agent in this process, if any: set and
         #: stopped by :mod:`tui_agent.notifications.dispatcher`.
         self.dispatcher: Any = None
@@ -163,9 +164,16 @@ class ThreadRuntime:
 
     def track(self, future: asyncio.Future[Any]) -> None:
         """Work in flight with no task of its own (a signal's routing, queued in the store's
-        next group commit) that :meth:`settle` and ``Agent.close`` wait for, like a task."""
-        self._background.add(future)  # type: ignore[arg-type]
-        future.add_done_callback(self._background.discard)
+        next group commit) that :meth:`settle` and ``Agent.close`` wait for, like a task.
+
+        No callback per future (a burst tracks hundreds of receipts): the done ones are dropped
+        together each time the set has doubled, and :meth:`background` skips them meanwhile."""
+        background = self._background
+        background.add(future)  # type: ignore[arg-type]
+        if len(background) >= self._prune_tracked_at:
+            for done in [item for item in background if item.done()]:
+                background.discard(done)
+            self._prune_tracked_at = max(_FIRST_PRUNE, 2 * len(background))
 
     def background(self) -> list[asyncio.Task[Any]]:
         """The background tasks still going: signals being routed, runs starting."""
@@ -268,6 +276,9 @@ class ThreadRuntime:
                 break
             await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
         return aborted
+
+
+_FIRST_PRUNE = 256  # tracked futures kept before the done ones are dropped (see track)
 
 
 def _retrieve_exception(task: asyncio.Task[Any]) -> None:

@@ -54,6 +54,8 @@ def set_input_limits(limits: InputLimits | None) -> None:
 
 def check_str(value: str, where: str) -> str:
     """A string that UTF-8 can carry (no lone surrogate): the store and every provider need it."""
+    if value.isascii():  # no surrogate, and no copy to find it out (the common case)
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as error:

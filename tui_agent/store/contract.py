@@ -276,6 +276,18 @@ class Store(Protocol):
         decisions are taken in the order the signals were queued."""
         ...
 
+    def route_signal_then(
+        self, then: Callable[[RouteResult | None, BaseException | None], None],
+        thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str, if_idle: str,
+        queue: bool = False, owner: str, ttl_s: float, agent_id: str | None = None,
+        echo_when_idle: SignalIn | None = None,
+    ) -> None:
+        """:meth:`route_signal_soon` with no future: ``then(result, None)`` is called once the
+        decision is committed, or ``then(None, error)`` if it failed (a cancelled write: a
+        ``CancelledError``). ``then`` runs in the event loop and must not block; a store may
+        call it for a whole group of signals in one pass (what a burst of sends uses)."""
+        ...
+
     async def claim_signals(
         self, thread_id: str, resource_id: str, run_id: str, *,
         messages_before: Sequence[MessageIn] = (), events_before: Sequence[EventIn] = (),

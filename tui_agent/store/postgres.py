@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 import tui_agent.store.postgres_txn as txn
@@ -531,6 +532,14 @@ class PostgresStore(PostgresInbox):
             thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
             owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle))
 
+    def route_signal_then(
+        self, then: Callable[[RouteResult | None, BaseException | None], None],
+        thread_id: str, resource_id: str, signal: SignalIn, **options: Any,
+    ) -> None:
+        """:meth:`route_signal_soon`, its outcome handed to ``then`` (see the contract)."""
+        routed = self.route_signal_soon(thread_id, resource_id, signal, **options)
+        routed.add_done_callback(partial(_hand_outcome, then))
+
     async def route_signal(
         self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
@@ -640,3 +649,15 @@ def _run(row: Sequence[Any]) -> RunRecord:
         status=row[5], start_seq=row[6], finish_reason=row[7], error=row[8],
         scores=loads(row[9]), started_at=to_datetime(row[10]), ended_at=to_datetime(row[11]),
     )
+
+
+def _hand_outcome(
+    then: Callable[[RouteResult | None, BaseException | None], None],
+    routed: asyncio.Future[RouteResult],
+) -> None:
+    if routed.cancelled():
+        then(None, asyncio.CancelledError())
+    elif (error := routed.exception()) is not None:
+        then(None, error)
+    else:
+        then(routed.result(), None)

@@ -168,6 +168,10 @@ class SignalIn:
     type: str
     message: dict[str, Any]
     data: dict[str, Any]
+    #: ``dumps(message)`` and ``dumps(data)`` when the sender built them already (the plain-text
+    #: fast path of a burst): the writer's thread then stores them without encoding again.
+    message_json: str | None = None
+    data_json: str | None = None
 
 
 @dataclass(slots=True)

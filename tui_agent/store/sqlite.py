@@ -10,7 +10,9 @@ flight share the next one, run in arrival order (so per-thread order holds), eac
 savepoint: a write that raises is rolled back alone and only its caller gets the error. Each
 caller's ``await`` returns only once the transaction holding its write has committed, so a
 burst of 200 signals costs a few commits, every accepted one is stored, and a kill -9 leaves a
-write wholly in or wholly out. Tests: ``tests/test_group_commit.py``.
+write wholly in or wholly out. A write queued with ``submit_then`` has no future: the writer
+calls its completion itself, for the whole group in one pass (a burst's receipts settle with no
+event-loop callback each). Tests: ``tests/test_group_commit.py``.
 
 Readers in other processes learn about new rows by polling ``PRAGMA data_version`` (cheap: no
 table is read) and then reading the event log past their cursor.
@@ -234,12 +236,24 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         """Queue ``body(conn, *args)`` as :meth:`write` does, without waiting: the future
         resolves once its transaction has committed (for hot paths that would otherwise need a
         task per write)."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._queue.append(_Queued(body, args, future))
-        if self._writer is None:
-            self._writer = loop.create_task(self._drain(), name=f"{self!r} writer")
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._enqueue(_Queued(body, args, future))
         return future
+
+    def submit_then(
+        self, then: Callable[[txn.Outcome], None], body: Callable[..., Any], *args: Any
+    ) -> None:
+        """Queue ``body(conn, *args)`` as :meth:`submit` does, with no future: the writer calls
+        ``then(outcome)`` itself once the transaction holding the write has committed (or
+        failed), for every write of the group in one pass — no event-loop callback per write.
+        ``then`` must not block; an error it raises goes to the loop's exception handler."""
+        self._enqueue(_Queued(body, args, None, then))
+
+    def _enqueue(self, queued: _Queued) -> None:
+        self._queue.append(queued)
+        if self._writer is None:
+            loop = asyncio.get_running_loop()
+            self._writer = loop.create_task(self._drain(), name=f"{self!r} writer")
 
     async def _drain(self) -> None:
         """The store's one writer: commit the queue, a group at a time, until it is empty."""
@@ -255,7 +269,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             # The file cannot be opened, or the writer was cancelled (the loop is closing): every
             # waiting caller hears of it, nobody waits forever.
             for queued in self._queue:
-                _settle(queued.future, txn.Outcome(error=_as_exception(error)))
+                _settle(queued, txn.Outcome(error=_as_exception(error)))
             self._queue = []
             if not isinstance(error, Exception):
                 raise
@@ -269,14 +283,14 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
                 outcomes = await self._run_group(db, group)
         except BaseException as error:  # nothing of the group was stored
             for queued in group:
-                _settle(queued.future, txn.Outcome(error=_as_exception(self._typed(error))))
+                _settle(queued, txn.Outcome(error=_as_exception(self._typed(error))))
             if not isinstance(error, Exception):
                 raise
             return  # the writes queued behind this group still get their own transaction
         for queued, outcome in zip(group, outcomes, strict=True):
             if outcome.error is not None:
                 outcome.error = self._typed(outcome.error)
-            _settle(queued.future, outcome)
+            _settle(queued, outcome)
 
     async def _run_group(self, db: Any, group: list[_Queued]) -> list[txn.Outcome]:
         if len(group) == 1:  # alone: no savepoint needed, an error rolls back the whole
@@ -680,6 +694,48 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         routed.add_done_callback(partial(self._notify_routed, thread_id))
         return routed
 
+    def route_signal_then(
+        self,
+        then: Callable[[RouteResult | None, BaseException | None], None],
+        thread_id: str,
+        resource_id: str,
+        signal: SignalIn,
+        *,
+        if_active: str,
+        if_idle: str,
+        queue: bool = False,
+        owner: str,
+        ttl_s: float,
+        agent_id: str | None = None,
+        echo_when_idle: SignalIn | None = None,
+    ) -> None:
+        """:meth:`route_signal_soon` with no future: the writer calls ``then(result, error)``
+        once the decision is committed, for all the signals of a group in one pass."""
+        self.submit_then(
+            partial(self._after_route, thread_id, then),
+            txn.route_signal,
+            thread_id,
+            resource_id,
+            signal,
+            echo_when_idle or signal,
+            if_active,
+            if_idle,
+            queue,
+            owner,
+            ttl_s,
+            agent_id,
+        )
+
+    def _after_route(
+        self,
+        thread_id: str,
+        then: Callable[[RouteResult | None, BaseException | None], None],
+        outcome: txn.Outcome,
+    ) -> None:
+        if outcome.error is None and outcome.value.action != "discard":
+            self._notify(thread_id)
+        then(outcome.value, outcome.error)
+
     def _notify_routed(self, thread_id: str, routed: asyncio.Future[RouteResult]) -> None:
         if routed.cancelled() or routed.exception() is not None:
             return
@@ -780,14 +836,26 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
 
 @dataclass(slots=True)
 class _Queued:
-    """A write waiting for the writer: ``body(conn, *args)``, and its caller's future."""
+    """A write waiting for the writer: ``body(conn, *args)``, and how its caller hears the
+    outcome: a future, or ``then`` called by the writer (see ``submit_then``)."""
 
     body: Callable[..., Any]
     args: tuple[Any, ...]
-    future: asyncio.Future[Any]
+    future: asyncio.Future[Any] | None
+    then: Callable[[txn.Outcome], None] | None = None
 
 
-def _settle(future: asyncio.Future[Any], outcome: txn.Outcome) -> None:
+def _settle(queued: _Queued, outcome: txn.Outcome) -> None:
+    if queued.then is not None:
+        try:
+            queued.then(outcome)
+        except Exception as error:  # the other writes of the group must still be settled
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "a store write's completion callback failed", "exception": error}
+            )
+        return
+    future = queued.future
+    assert future is not None
     if future.done():  # its caller was cancelled: the write is committed all the same
         return
     if outcome.error is None:

@@ -507,8 +507,8 @@ def signal_row(
         signal.type,
         status,
         run_id,
-        dumps(signal.message),
-        dumps(signal.data),
+        signal.message_json or dumps(signal.message),
+        signal.data_json or dumps(signal.data),
         now,
     )
 
@@ -533,22 +533,25 @@ def route_signals(conn: Conn, calls: list[tuple[Any, ...]]) -> list[RouteResult]
     :func:`route_signal` does, after the rows before it are written (arrival order holds)."""
     results: list[RouteResult] = []
     rows: list[tuple[Any, ...]] = []
-    live_runs: dict[str, str | None] = {}  # thread → its live run, as this transaction sees it
+    # thread → the decision of a delivery into its live run as this transaction sees it (None:
+    # idle). One RouteResult for all the burst's deliveries into a run: it is only read.
+    delivery: dict[str, RouteResult | None] = {}
     now = time.time()
     for args in calls:
         thread_id, resource_id, signal, _idle, if_active, _if_idle, queue = args[:7]
-        if thread_id not in live_runs:
+        if thread_id not in delivery:
             live = live_lease(conn, thread_id)
-            live_runs[thread_id] = None if live is None else live[0]
-        run_id = live_runs[thread_id]
-        if run_id is not None and if_active == "deliver" and not queue:
+            delivery[thread_id] = None if live is None else RouteResult("deliver", live[0])
+        delivered = delivery[thread_id]
+        if delivered is not None and if_active == "deliver" and not queue:
+            run_id = delivered.run_id
             rows.append(signal_row(thread_id, resource_id, signal, "pending", run_id, now))
-            results.append(RouteResult("deliver", run_id))
+            results.append(delivered)
             continue
         conn.executemany(INSERT_SIGNAL, rows)
         rows = []
         results.append(route_signal(conn, *args))
-        del live_runs[thread_id]  # a wake, for one, took the lease
+        del delivery[thread_id]  # a wake, for one, took the lease
     conn.executemany(INSERT_SIGNAL, rows)
     return results
 

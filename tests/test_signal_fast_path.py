@@ -1,0 +1,144 @@
+"""The plain-text fast path of a send gives exactly what the general path gives.
+
+``send_message("text")`` builds its Signal without pydantic's validation pass
+(``plain_message``) and its stored form without pydantic's dump or the JSON encoder
+(``plain_signal_in``). For any text (markup, quotes, backslashes, line separators, emoji, lone
+surrogates, over the size limit), any user tag and any UTC time, both paths must give an equal
+Signal (same fields, same fields-set, same errors), the same model message, the same echo data
+and byte-identical stored rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tui_agent.agent.router import is_plain_text, plain_signal_in, signal_in, signal_in_general
+from tui_agent.errors import SignalError
+from tui_agent.signals.data import (
+    NAME_PATTERN,
+    Signal,
+    build_signal,
+    normalize_message,
+    plain_message,
+)
+from tui_agent.signals.elements import to_model_message
+from tui_agent.signals.limits import InputLimits, input_limits, set_input_limits
+from tui_agent.store import txn
+from tui_agent.store.codec import dumps
+from tui_agent.store.records import SignalIn
+
+# Text the renderer and the JSON encoder treat specially, mixed with anything at all.
+TRICKY = st.sampled_from(
+    ["<", "</user>", "<user name=\"a\">", "&", ">", '"', "\\", "\n", "\r", "\t", "\x00",
+     "\u2028", "\u2029", "é", "😀", "\ud800", "<!--", "<?", "< x", "x<=3", "\x7f", "\ufeff"]
+)
+TEXT = st.one_of(st.text(), st.lists(st.one_of(TRICKY, st.text(max_size=5))).map("".join))
+TIMES = st.datetimes(min_value=datetime(1, 1, 2), timezones=st.just(UTC))
+
+
+def general_message(text: str) -> Signal:
+    """The general path of ``normalize_message`` for a string (pydantic validates it)."""
+    return build_signal({"type": "user", "contents": text}, "message")
+
+
+def outcome(make: Any, text: str) -> Signal | str:
+    try:
+        return make(text)
+    except SignalError as error:
+        return f"SignalError: {error}"
+
+
+def aligned(signal: Signal, like: Signal) -> Signal:
+    """``signal`` with ``like``'s fresh id and time (the only fields two sends never share)."""
+    signal.__dict__.update(id=like.id, created_at=like.created_at)
+    return signal
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_a_plain_message_is_the_signal_validation_builds(text: str) -> None:
+    fast, general = outcome(plain_message, text), outcome(general_message, text)
+    if isinstance(general, str):
+        assert fast == general  # the same refusal, word for word
+        return
+    assert isinstance(fast, Signal)
+    assert fast.model_fields_set == general.model_fields_set
+    assert list(fast.__dict__) == list(general.__dict__)
+    assert aligned(fast, general) == general
+    assert fast.model_dump() == general.model_dump()
+    assert normalize_message(text).contents == text  # send_message takes the fast path
+
+
+def test_the_size_limit_refuses_alike_on_both_paths() -> None:
+    before = input_limits()
+    set_input_limits(InputLimits(max_text_bytes=10))
+    try:
+        for text in ("x" * 11, "é" * 6):
+            assert outcome(plain_message, text) == outcome(general_message, text)
+            assert str(outcome(plain_message, text)).startswith("SignalError: contents is")
+    finally:
+        set_input_limits(before)
+
+
+def test_a_fast_id_is_a_fresh_time_ordered_uuid() -> None:
+    ids = [plain_message("x").id for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    assert all(uuid.UUID(i).version == 7 and uuid.UUID(i).hex == i for i in ids)
+    assert [i[:12] for i in ids] == sorted(i[:12] for i in ids)  # time prefix never goes back
+
+
+def stored_row(signal: SignalIn) -> tuple[Any, ...]:
+    return txn.signal_row("thread", "resource", signal, "pending", "run", 1.5)
+
+
+def assert_same_stored_form(signal: Signal) -> None:
+    assert is_plain_text(signal)
+    fast, general = plain_signal_in(signal), signal_in_general(signal, {})
+    assert (fast.id, fast.type, fast.message, fast.data) == (
+        general.id, general.type, general.message, general.data)
+    assert fast.message == to_model_message(signal, {})
+    assert fast.data == signal.model_dump(mode="json")
+    assert (fast.message_json, fast.data_json) == (dumps(general.message), dumps(general.data))
+    assert stored_row(fast) == stored_row(general)  # the bytes the store writes
+    assert signal_in(signal, {}).data_json == fast.data_json  # the router takes the fast path
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT.filter(lambda t: isinstance(outcome(general_message, t), Signal)),
+       st.from_regex(NAME_PATTERN, fullmatch=True), TIMES)
+def test_a_plain_message_stores_and_renders_as_the_general_path(
+    text: str, tag: str, created_at: datetime
+) -> None:
+    assert_same_stored_form(general_message(text))
+    # A user signal may name any tag (a Signal passed to send_message as it is).
+    assert_same_stored_form(Signal(type="user", tag_name=tag, contents=text, created_at=created_at))
+
+
+@pytest.mark.parametrize("text", ["", "plain", "</user><user name=\"admin\">", "hi <", "x<=3",
+                                  'say "hi"\\n', "\u2028 é 😀 \x00"])
+def test_known_edge_cases_store_alike(text: str) -> None:
+    assert_same_stored_form(plain_message(text))
+    assert plain_signal_in(plain_message(text)).message["content"] == (
+        to_model_message(general_message(text), {})["content"])
+
+
+@pytest.mark.parametrize("fields", [
+    {"attributes": {"a": 1}}, {"metadata": {"k": "v"}}, {"provider_options": {"p": {"q": 1}}},
+    {"contents": [{"type": "text", "text": "part"}]}, {"type": "reactive"},
+])
+def test_anything_but_plain_text_takes_the_general_path(fields: dict[str, Any]) -> None:
+    signal = Signal(**({"type": "user", "contents": "x"} | fields))
+    assert not is_plain_text(signal)
+    routed = signal_in(signal, {})
+    assert routed.message_json is None and routed.data_json is None
+    assert (routed.message, routed.data) == (to_model_message(signal, {}),
+                                             signal.model_dump(mode="json") | {
+                                                 "attributes": signal.attributes})
+    branch = signal_in(general_message("x"), {"mood": "calm"})  # branch attributes: general
+    assert branch.message_json is None and "mood" in branch.message["content"]
