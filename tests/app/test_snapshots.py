@@ -176,9 +176,9 @@ async def settle(pilot: Any) -> None:
     for pane in panes:  # each follows its thread: at the end, nothing held back as "N new ↓"
         view = pane.transcript_view()
         assert view.following and not view.unseen, f"{pane.key} stopped following its thread"
-        assert view.scroll_y >= view.max_scroll_y - 1, (
-            f"{pane.key} follows its thread but is not scrolled to its end "
-            f"(scroll_y {view.scroll_y} of {view.max_scroll_y})")
+        # the scroll to the end lands after the refresh that lays the new lines out
+        await until(pilot, lambda v=view: v.scroll_y >= v.max_scroll_y - 1,
+                    f"{pane.key}, which follows its thread, scrolled to its end")
     for screen in app.screen_stack:
         for field in screen.query(Input):
             field.cursor_blink = False
