@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import until
 
 from tui_agent import Agent, Memory, SqliteStore
 from tui_agent.store import changes
 from tui_agent.store.changes import ChangeFeed
-from tui_agent.store.sqlite import EventIn
+from tui_agent.store.records import EventIn
 from tui_agent.store.wal_watch import WalWatch
 from tui_agent.testing import ScriptedModel
 
@@ -50,13 +51,6 @@ class CountingStore(SqliteStore):
     async def fetchall(self, sql: str, params: Any = ()) -> list[Any]:
         self.queries += 1
         return await super().fetchall(sql, params)
-
-
-async def until(condition: Callable[[], bool], what: str, bound: float = BOUND_S) -> None:
-    deadline = time.monotonic() + bound
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.005)
 
 
 @pytest.fixture(params=["inotify", "polling"])

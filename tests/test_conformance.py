@@ -10,7 +10,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from helpers.common import AgentFactory
+from helpers.common import AgentFactory, until
 
 from tui_agent import Agent, Memory, SqliteStore, create_tool
 from tui_agent.errors import ConfigError, ProcessorError, SignalError
@@ -189,20 +189,12 @@ async def test_active_run_id_knows_another_processes_run_before_the_stream_is_re
     gate = Gate()
     elsewhere = agents(name="conform", model=gate.model, memory=Memory(store=stores(store.path)))
     output = await live_run(elsewhere, gate)
-    await until_true(lambda: sub.active_run_id() == output.run_id, "the other process's run")
+    await until(lambda: sub.active_run_id() == output.run_id, "the other process's run")
     gate.gate.set()
     await output.consume_stream()
-    await until_true(lambda: sub.active_run_id() is None, "its end")
+    await until(lambda: sub.active_run_id() is None, "its end")
     sub.unsubscribe()
 
-
-async def until_true(condition: Any, what: str, timeout: float = 5.0) -> None:
-    """Let the loop run until ``condition()``; fail naming ``what`` after ``timeout``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, f"timed out after {timeout} s waiting for {what}"
-        await asyncio.sleep(0.01)
 
 
 async def test_subscribe_to_thread_without_resource_id(

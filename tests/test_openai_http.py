@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import until
 from openai_server import FakeOpenAIServer
 
 from tui_agent import Agent
@@ -51,15 +52,6 @@ def direct() -> OpenAIHTTPModel:
     model = resolve_model("openai/gpt-test")
     assert isinstance(model, OpenAIHTTPModel)
     return model
-
-
-async def wait_for(condition: Any, timeout: float = 10.0) -> None:
-    """Wait until ``condition()`` is true (bounded; a failure names the wait)."""
-    async def poll() -> None:
-        while not condition():
-            await asyncio.sleep(0.005)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 # -- retries -----------------------------------------------------------------------------------
@@ -110,7 +102,7 @@ async def test_an_abort_ends_the_wait_for_a_retry(openai_server: FakeOpenAIServe
     openai_server.script({"error": 429, "message": "slow down", "retry_after": "20"})
     abort = asyncio.Event()
     consuming = asyncio.ensure_future(collect(direct(), ModelRequest([user("hi")], abort=abort)))
-    await wait_for(lambda: len(openai_server.requests) == 1)
+    await until(lambda: len(openai_server.requests) == 1, "the first request")
     abort.set()
     assert await asyncio.wait_for(consuming, 5) == []
     assert len(openai_server.requests) == 1
@@ -222,7 +214,7 @@ async def test_abort_closes_the_http_stream_at_once(openai_server: FakeOpenAISer
             events.append(event)
 
     task = asyncio.ensure_future(consume())
-    await wait_for(lambda: events)
+    await until(lambda: events, "the first event")
     abort.set()
     await asyncio.wait_for(task, 5)
     # The server is still holding the rest back: only a closed connection ends its wait.
@@ -237,7 +229,7 @@ async def test_abort_before_the_answer_closes_the_connection(
     openai_server.script({"text": "never sent", "hold": "start"})
     abort = asyncio.Event()
     task = asyncio.ensure_future(collect(direct(), ModelRequest([user("hi")], abort=abort)))
-    await wait_for(lambda: openai_server.requests)
+    await until(lambda: openai_server.requests, "the request")
     abort.set()
     assert await asyncio.wait_for(task, 5) == []
     assert await asyncio.to_thread(openai_server.hung_up.wait, 5), "server saw no close"

@@ -1,5 +1,6 @@
 """What several test files share: the types of conftest's ``agents`` and ``stores`` factories,
-and ScriptedModel handlers: ``Seen`` records every call, ``Held`` waits at a gate."""
+ScriptedModel handlers (``Seen`` records every call, ``Held`` waits at a gate), and ``until``,
+the bounded wait on a condition (the app's tests have a Pilot form in ``helpers.app``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,15 @@ from tui_agent import Agent, SqliteStore
 
 AgentFactory = Callable[..., Agent]
 StoreFactory = Callable[..., SqliteStore]
+
+
+async def until(condition: Callable[[], Any], what: str, timeout: float = 10.0) -> None:
+    """Let the loop run until ``condition()`` holds; fail naming ``what`` after ``timeout``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, f"timed out after {timeout} s waiting for {what}"
+        await asyncio.sleep(0.005)
 
 
 class Seen:
