@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import time
@@ -106,6 +107,18 @@ class Probe:
         self.extra: dict[str, Any] = {}
         self.window_start = 0.0
         self.cpu_start = 0.0
+        self.gc_pauses: list[tuple[int, float, float]] = []  # (generation, at, seconds)
+        self._gc_start = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        """Collections of 20 ms or more (a pause of the event loop the lag figure includes)."""
+        now = time.monotonic()
+        if phase == "start":
+            self._gc_start = now
+        elif now - self._gc_start >= 0.020:
+            self.gc_pauses.append((info["generation"], self._gc_start - self.window_start,
+                                   now - self._gc_start))
 
     async def sample_lag(self) -> None:
         while True:
@@ -156,13 +169,16 @@ async def drive(app: App[Any], probe: Probe, args: argparse.Namespace,
         cpu = time.process_time() - probe.cpu_start
         await asyncio.sleep(max(0.0, end + 1.0 - time.monotonic()))  # the end-of-stream work
         lag = [s for t, s in probe.lag if t <= end + 1.0]
+        worst = sorted(((s, t - probe.window_start) for t, s in probe.lag if t <= end + 1.0),
+                       reverse=True)[:12]
 
         def report(final: bool) -> dict[str, Any]:
             return {
                 "mode": probe.mode, "final": final, "start": probe.window_start, "end": end,
                 "cpu_s": cpu, "complete": complete, "lag": lag, "changes": probe.changes,
                 "prefix": args.prefix, "starts": probe.starts, "ends": probe.ends,
-                "chars": probe.chars, "widgets": widgets(), **probe.extra,
+                "chars": probe.chars, "widgets": widgets(), "worst_lag": worst,
+                "gc_pauses": probe.gc_pauses, **probe.extra,
             }
 
         probe.write("report.json", report(final=False))  # in case the keys never all arrive
@@ -188,6 +204,7 @@ def run_tui_agent(args: argparse.Namespace, probe: Probe) -> None:
     import tui_agent.app.app as tui_app_module
     from tui_agent import Agent, Memory, SqliteStore
     from tui_agent.app.app import AppConfig, TuiAgentApp
+    from tui_agent.app.gc_policy import settle_garbage_collector
     from tui_agent.app.widgets.composer import Composer, Identity
     from tui_agent.models.base import ModelRequest, TextDelta
     from tui_agent.testing import ScriptedModel
@@ -279,6 +296,7 @@ def run_tui_agent(args: argparse.Namespace, probe: Probe) -> None:
                 if streams and streams[-1].finished:
                     marks.setdefault("finished", now)
 
+    settle_garbage_collector()  # as ``tui-agent`` does before its app runs
     try:
         app.run()
     finally:

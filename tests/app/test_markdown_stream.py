@@ -14,6 +14,7 @@ from textual.geometry import Offset
 from textual.pilot import Pilot
 from textual.selection import Selection
 
+from tui_agent.app.widgets import markdown_stream
 from tui_agent.app.widgets.markdown_stream import MarkdownStream
 from tui_agent.cli.render import split_blocks
 
@@ -306,3 +307,57 @@ async def test_lines_follow_an_ancestors_background() -> None:
         padding = list(widget.render_line(0))[-1]
         assert padding.style is not None and padding.style.bgcolor is not None
         assert padding.style.bgcolor.get_truecolor() == (200, 0, 0)
+
+
+DEPENDENT = {
+    "loose list": "Steps:\n\n- first\n\n- second, after a blank line\n\n- third\n\nDone.",
+    "continuation": "1. one\n\n   more about one\n\n2. two\n\n```\ncode\n\nstill code\n```\n",
+    "reference link": "See [the docs][d] first.\n\nThen this.\n\n[d]: https://example.com\n",
+    "tail in a list": "Intro.\n\n- a\n- b\n\n- c, the tail",
+}
+
+
+@pytest.mark.parametrize("name", list(DEPENDENT))
+async def test_finish_equals_the_whole_render_where_blocks_depend_on_each_other(
+        name: str) -> None:
+    """A loose list, a list item's continuation, a reference link: runs that are not
+    independent blocks are rendered again together at the end, so the final lines are those
+    of the one-shot render of the whole answer, however the text was streamed."""
+    text = DEPENDENT[name]
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        reference = await reference_lines(app, pilot, text)
+        widget = MarkdownStream()
+        await app.query_one("#box").mount(widget)
+        await pilot.pause()
+        for char in text:
+            widget.append(char)
+            widget.flush()
+        widget.finish()
+        assert await final_lines(widget) == reference
+
+
+async def test_finish_renders_only_what_may_differ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The final render keeps the streamed blocks that stand alone: it costs far less than
+    rendering the whole answer again (the long answers of four panes end at once)."""
+    text = "\n\n".join(f"Paragraph {i} with some **bold** text." for i in range(400))
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        reference = await reference_lines(app, pilot, text)
+        widget = MarkdownStream()
+        await app.query_one("#box").mount(widget)
+        await pilot.pause()
+        widget.append(text + "\n\nthe tail")
+        widget.flush()
+        rendered: list[str] = []
+        original = markdown_stream.render_markdown
+
+        def counting(source: str, *args: Any) -> Any:
+            rendered.append(source)
+            return original(source, *args)
+
+        monkeypatch.setattr(markdown_stream, "render_markdown", counting)
+        widget.finish()
+        lines = await final_lines(widget)
+        assert lines[: len(reference)] == reference
+        assert rendered == ["the tail"]  # only the unfinished tail, not 400 paragraphs again

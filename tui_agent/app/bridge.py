@@ -46,11 +46,13 @@ class ThreadFeed:
     """A live view of one thread for one pane. ``start()`` once; ``close()`` at the end."""
 
     class Changed(Message):
-        """The transcript or the run state changed: the pane should sync its widgets."""
+        """The transcript or the run state changed: the pane should sync its widgets
+        (``urgent``: a run ended, its last words should show now, not at the next tick)."""
 
-        def __init__(self, feed: ThreadFeed) -> None:
+        def __init__(self, feed: ThreadFeed, *, urgent: bool = False) -> None:
             super().__init__()
             self.feed = feed
+            self.urgent = urgent
 
     class Failed(Message):
         """The feed stopped on an error (one line, for the pane or a toast)."""
@@ -127,6 +129,8 @@ class ThreadFeed:
                     self.thread_tokens += int(usage.get("input_tokens") or 0) + int(
                         usage.get("output_tokens") or 0
                     )
+                    self._posted = True
+                    self._target.post_message(self.Changed(self, urgent=True))
                 self._changed()
         except asyncio.CancelledError:
             raise

@@ -43,6 +43,7 @@ def build_config(args: argparse.Namespace, agent: Any) -> Any:
 
 async def run_app(args: argparse.Namespace) -> int:
     from tui_agent.app.app import TuiAgentApp
+    from tui_agent.app.gc_policy import settle_garbage_collector
 
     built: list[Any] = []
 
@@ -54,7 +55,9 @@ async def run_app(args: argparse.Namespace) -> int:
         agent = await asyncio.to_thread(build_agent, args)  # the core's imports, off the loop
         built.append(agent)
         await check_model(agent, warm=False)  # a missing key or runtime: one line, exit 2
-        return build_config(args, agent)
+        config = build_config(args, agent)
+        settle_garbage_collector()  # the core's modules are in now
+        return config
 
     extra_css = [str(DEMO_CSS)] if args.demo else []
     try:
@@ -62,6 +65,7 @@ async def run_app(args: argparse.Namespace) -> int:
             app = TuiAgentApp(boot=boot, extra_css=extra_css)
         else:  # no terminal to paint on: a start-up error must be the only output
             app = TuiAgentApp(await boot(), extra_css=extra_css)
+        settle_garbage_collector()
         result = await app.run_async()
     finally:
         for agent in built:

@@ -67,22 +67,32 @@ def author_of(attributes: dict[str, Any]) -> str:
 
 def split_blocks(text: str) -> tuple[list[str], str]:
     """Finished Markdown blocks (ended by a blank line outside a code fence) and the rest."""
-    blocks: list[str] = []
-    current: list[str] = []
-    fenced = False
     lines = text.split("\n")
+    spans = block_spans(lines)
+    start, end = spans.pop()  # the last run takes the last line: it is not finished
+    return ["\n".join(lines[s:e]) for s, e in spans], "\n".join(lines[start:end])
+
+
+def block_spans(lines: list[str]) -> list[tuple[int, int]]:
+    """The line ranges ``[start, end)`` of the runs of lines between blank lines outside a code
+    fence. The last line always belongs to the last run (it may be blank): never empty."""
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    fenced = False
     for index, line in enumerate(lines):
         last = index == len(lines) - 1
-        stripped = line.lstrip()
-        if stripped.startswith(("```", "~~~")):
+        if line.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
         if not fenced and not line.strip() and not last:
-            if current:
-                blocks.append("\n".join(current))
-                current = []
+            if start is not None:
+                spans.append((start, index))
+                start = None
             continue
-        current.append(line)
-    return blocks, "\n".join(current)
+        if start is None:
+            start = index
+    assert start is not None  # the last line always starts or continues a run
+    spans.append((start, len(lines)))
+    return spans
 
 
 class TerminalEcho:

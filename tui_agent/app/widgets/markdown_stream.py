@@ -1,15 +1,17 @@
 """An assistant answer that streams as Markdown at a bounded cost.
 
 ``MarkdownStream`` is a line-API widget (``render_line`` + ``get_content_height`` over cached
-``Strip``s, like Textual's ``Log``), not Textual's ``Markdown`` widget, which mounts a widget per
-block and was measured far too slow with four panes streaming at 500 tokens/s.
+lines of segments, like Textual's ``Log``), not Textual's ``Markdown`` widget, which mounts a
+widget per block and was measured far too slow with four panes streaming at 500 tokens/s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+from bisect import bisect_right
 from dataclasses import dataclass
+from typing import Any
 
 from markdown_it import MarkdownIt
 from rich.cells import cell_len
@@ -24,7 +26,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui_agent.cli.render import split_blocks
+from tui_agent.cli.render import block_spans, split_blocks
 
 DARK_CODE_THEME = "monokai"
 LIGHT_CODE_THEME = "default"  # pygments' own: dark text on a near-white background
@@ -52,11 +54,18 @@ def _markdown(source: str, code_theme: str) -> Markdown:
     return markdown
 
 
+# A rendered line is kept as its segments, not as a ``Strip``: a ``Strip`` carries seven caches
+# (~15 objects the garbage collector tracks), and an answer keeps thousands of lines, so Strips
+# made the collector's full passes long (pauses of 100-280 ms with four panes streaming, see
+# benchmarks/bench_app.py). A ``Strip`` is made only for a line being painted.
+Line = list[Segment]
+
+
 @dataclass(slots=True)
 class _Part:
     """One rendered piece of the answer: a finished block, the tail, or the whole (finished)."""
 
-    strips: list[Strip]
+    lines: list[Line]
     lead: bool  # rich separates it from the element before by a blank line
     spaced: bool  # rich separates it from the element after by a blank line (all but a rule)
 
@@ -70,11 +79,12 @@ class MarkdownStream(Widget):
       message cycle; appends made in between are rendered together, once.
     - While streaming, the source is split into finished blocks (text up to a blank line
       outside a code fence, ``tui_agent.cli.render.split_blocks``) and the unfinished tail.
-      Each finished block is rendered once per width (and theme) and its strips are kept;
+      Each finished block is rendered once per width (and theme) and its lines are kept;
       an update re-renders only the tail. ``blocks_rendered`` counts the block renders.
-    - ``finish`` renders the whole source again in one shot with rich's ``Markdown`` and drops
-      the block cache, so no per-block approximation (a loose list split at its blank lines, a
-      reference link defined in a later block) outlives the stream. Where the blocks are
+    - ``finish`` makes the lines equal to rich's ``Markdown`` of the whole source, so no
+      per-block approximation (a loose list split at its blank lines, a reference link defined
+      in a later block) outlives the stream — at the cost of one parse and of the parts that
+      may differ (``render_final``), not of the whole answer again. Where the blocks are
       independent the streamed lines already equal the final ones: nothing jumps at the end.
     - The height is the number of rendered lines (``height: auto``). A layout is requested only
       when that number changes; otherwise only the changed lines are repainted.
@@ -114,9 +124,9 @@ class MarkdownStream(Widget):
         self._source: str | None = markdown  # the joined source, until the next append
         self._block_sources: list[str] = []
         self._blocks: list[_Part] = []  # rendered finished blocks (empty when stale)
-        self._lines: list[Strip] = []  # the finished blocks' lines, with their separators
-        self._tail: list[Strip] | None = None  # the tail's lines (None: to render)
-        self._final: list[Strip] | None = None  # the one-shot render once finished
+        self._lines: list[Line] = []  # the finished blocks' lines, with their separators
+        self._tail: list[Line] | None = None  # the tail's lines (None: to render)
+        self._final: list[Line] | None = None  # the one-shot render once finished
         self._final_task: asyncio.Task[None] | None = None  # that render, off the event loop
         self._split_pending = True  # ``_rest`` holds text not yet split into blocks
         self._width = 0  # the width the strips were rendered at
@@ -159,9 +169,9 @@ class MarkdownStream(Widget):
         self._schedule_update()
 
     def finish(self) -> None:
-        """The stream ended: the whole source is rendered once more in one shot (so no stale
-        block state can remain) — in a worker thread, so a long answer never blocks the event
-        loop; the streamed lines stay on screen until it is ready."""
+        """The stream ended: the final lines (``render_final``) are made in a worker thread, so
+        a long answer never blocks the event loop; the streamed lines stay on screen until
+        they are ready."""
         if self._finished:
             return
         self._finished = True
@@ -195,7 +205,7 @@ class MarkdownStream(Widget):
         if width <= 0:
             return []
         self._prepare(width)
-        return [self._line(y).text.rstrip() for y in range(self._line_count())]
+        return [_text(self._line(y)).rstrip() for y in range(self._line_count())]
 
     # -- Textual's line API ------------------------------------------------------------------
 
@@ -216,7 +226,7 @@ class MarkdownStream(Widget):
         base = self.rich_style
         if not 0 <= y < self._line_count():
             return Strip.blank(width, base)
-        strip = self._line(y).apply_style(base)
+        strip = Strip(self._line(y), width).apply_style(base)
         selection = self.text_selection
         if selection is not None and (span := selection.get_span(y)) is not None:
             style = self.screen.get_component_rich_style("screen--selection")
@@ -251,7 +261,7 @@ class MarkdownStream(Widget):
             return len(self._final)
         return len(self._lines) + len(self._tail or ())
 
-    def _line(self, y: int) -> Strip:
+    def _line(self, y: int) -> Line:
         if self._final is not None:
             return self._final[y]
         if y < len(self._lines):
@@ -301,34 +311,42 @@ class MarkdownStream(Widget):
             changed_from = len(self._lines)
             if self._rest.strip():
                 part = self._render(self._rest)
-                if self._blocks and (part.lead or self._blocks[-1].spaced):
+                if self._blocks and _gap_between(self._blocks[-1], part):
                     self._tail.append(self._blank())  # the gap above the tail: not a change
                     changed_from += 1
-                self._tail.extend(part.strips)
+                self._tail.extend(part.lines)
             self._changed_from = min(self._changed_from, changed_from)
 
     def _render_final_later(self) -> None:
-        """Start the one-shot render of the finished source in a worker thread (once per
+        """Start the final render of the finished source in a worker thread (once per
         source, width and theme); ``_final`` takes its lines when it is done."""
         if self._final_task is not None or not self.is_mounted:
             return
         source, width, dark = self.markdown, self._width, self._dark
         options = self.app.console.options.update_width(width)
+        rendered = self._rendered_blocks()
 
         async def render() -> None:
             try:
-                part = await asyncio.to_thread(render_markdown, source, width, dark, options,
-                                               Console(width=width))
+                lines = await asyncio.to_thread(render_final, source, rendered, width, dark,
+                                                options, Console(width=width))
             finally:
                 self._final_task = None
             if self._finished and (self.markdown, self._width, self._dark) == (source, width,
                                                                                 dark):
-                self._final = part.strips
+                self._final = lines
                 self._changed_from = 0
                 if self.is_mounted:
                     self.refresh(layout=True)
 
         self._final_task = asyncio.get_running_loop().create_task(render())
+
+    def _rendered_blocks(self) -> list[tuple[str, _Part]]:
+        """The streamed blocks rendered at the current width and theme, with their sources
+        (what the final render may reuse)."""
+        if len(self._blocks) != len(self._block_sources):
+            return []
+        return list(zip(self._block_sources, self._blocks, strict=True))
 
     def on_unmount(self) -> None:
         if self._final_task is not None:
@@ -347,17 +365,17 @@ class MarkdownStream(Widget):
         self._changed_from = 0
 
     def _add_block(self, part: _Part) -> None:
-        if self._blocks and (part.lead or self._blocks[-1].spaced):
+        if self._blocks and _gap_between(self._blocks[-1], part):
             self._lines.append(self._blank())
         self._blocks.append(part)
-        self._lines.extend(part.strips)
+        self._lines.extend(part.lines)
 
     def _render_block(self, source: str) -> _Part:
         self.blocks_rendered += 1
         return self._render(source)
 
-    def _blank(self) -> Strip:
-        return Strip.blank(self._width)
+    def _blank(self) -> Line:
+        return [Segment(" " * self._width)]
 
     def _render(self, source: str) -> _Part:
         """``source`` rendered by rich's ``Markdown`` at the current width (padded to it),
@@ -368,15 +386,19 @@ class MarkdownStream(Widget):
         return render_markdown(source, self._width, self._dark, self._options, console)
 
 
-def plain_strips(source: str, width: int) -> list[Strip]:
+def plain_strips(source: str, width: int) -> list[Line]:
     """The source as plain wrapped lines: what a history answer shows for the moment its
     Markdown render takes in a worker thread."""
-    lines: list[Strip] = []
+    lines: list[Line] = []
     for line in source.strip("\n").split("\n"):
         text = Text(line)
         wrapped = text.wrap(_PLAIN_CONSOLE, width) if line else [Text("")]
-        lines.extend(Strip([Segment(part.plain.ljust(width))], width) for part in wrapped)
+        lines.extend([Segment(part.plain.ljust(width))] for part in wrapped)
     return lines
+
+
+def _text(line: Line) -> str:
+    return "".join(segment.text for segment in line)
 
 
 _PLAIN_CONSOLE = Console(width=80)
@@ -398,7 +420,55 @@ def render_markdown(source: str, width: int, dark: bool | None, options: Console
     if lead and lines and not "".join(segment.text for segment in lines[0]).strip():
         del lines[0]
     spaced = not (tokens and tokens[-1].type == "hr")
-    return _Part([Strip(line, width) for line in lines], lead, spaced)
+    return _Part(lines, lead, spaced)
+
+
+def render_final(source: str, rendered: list[tuple[str, _Part]], width: int, dark: bool | None,
+                 options: ConsoleOptions, console: Console) -> list[Line]:
+    """The finished answer's lines, equal to rich's ``Markdown`` of the whole ``source``, at the
+    cost of one parse plus the parts whose streamed lines may differ. Safe in a worker thread
+    when ``console`` is that thread's own (tests/app/test_markdown_stream.py).
+
+    A run of lines between blank lines (a block, as streamed) that starts a top-level Markdown
+    element on its own renders as it does in the whole, so its streamed lines (``rendered``:
+    source → part) are kept. Runs inside one element (a loose list split at its blank lines, an
+    indented continuation) are rendered again together, and a source that defines reference
+    links (which any block may use) is rendered whole."""
+    env: dict[str, Any] = {}
+    tokens = _PARSER.parse(source, env)
+    if env.get("references") or not rendered:
+        return render_markdown(source, width, dark, options, console).lines
+    starts = [token.map[0] for token in tokens if token.level == 0 and token.nesting >= 0
+              and token.map]
+    lines = source.split("\n")
+    groups: list[list[tuple[int, int]]] = []
+    element_of_last = None
+    for start, end in block_spans(lines):
+        if not "".join(lines[start:end]).strip():
+            continue
+        element = bisect_right(starts, start) - 1
+        if groups and element == element_of_last:
+            groups[-1].append((start, end))
+        else:
+            groups.append([(start, end)])
+        element_of_last = element
+    kept = dict(rendered)
+    parts: list[_Part] = []
+    for group in groups:
+        text = "\n".join(lines[group[0][0] : group[-1][1]])
+        part = kept.get(text) if len(group) == 1 else None
+        parts.append(part or render_markdown(text, width, dark, options, console))
+    joined: list[Line] = []
+    for index, part in enumerate(parts):
+        if index and _gap_between(parts[index - 1], part):
+            joined.append([Segment(" " * width)])
+        joined.extend(part.lines)
+    return joined
+
+
+def _gap_between(before: _Part, after: _Part) -> bool:
+    """rich separates two top-level elements by a blank line (not after a rule)."""
+    return after.lead or before.spaced
 
 
 def _highlight(strip: Strip, span: tuple[int, int], style: Style) -> Strip:

@@ -123,14 +123,18 @@ class ThreadPane(Vertical):
 
     def on_thread_feed_changed(self, message: ThreadFeed.Changed) -> None:
         message.stop()
-        self.schedule_sync()
+        self.schedule_sync(urgent=message.urgent)
 
-    def schedule_sync(self) -> None:
-        """Sync the widgets soon: at most FOCUSED_HZ (or BACKGROUND_HZ) times a second."""
+    def schedule_sync(self, *, urgent: bool = False) -> None:
+        """Sync the widgets soon: at most FOCUSED_HZ (or BACKGROUND_HZ) times a second, or at
+        once when ``urgent`` (a run ended: its last words and status show without waiting)."""
         hz = FOCUSED_HZ if self.focused else BACKGROUND_HZ
         wait = max(0.005, 1.0 / hz - (time.monotonic() - self._last_sync))
+        if urgent and self._sync_timer is not None:
+            self._sync_timer.stop()
+            self._sync_timer = None
         if self._sync_timer is None:
-            self._sync_timer = self.set_timer(wait, self._sync)
+            self._sync_timer = self.set_timer(0.001 if urgent else wait, self._sync)
 
     def on_thread_feed_state_changed(self, message: ThreadFeed.StateChanged) -> None:
         message.stop()
