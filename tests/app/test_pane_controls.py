@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from helpers.app import AppFactory, drained, kinds, pane_of, until
 from helpers.common import Held
 from textual.widgets._toast import Toast
 
 from tui_agent.app.bridge import FIRST_PAGE
 from tui_agent.app.screens.confirm import ConfirmScreen
+from tui_agent.app.widgets import thread_pane
+from tui_agent.app.widgets.assistant_message import AssistantMessage
+from tui_agent.app.widgets.markdown_stream import MarkdownStream
 from tui_agent.app.widgets.transcript_view import MAX_ENTRIES, TranscriptView
 from tui_agent.app.widgets.waiting_signals import WaitingSignals
 
@@ -226,3 +230,28 @@ async def test_copy_takes_the_last_answer_and_its_code_block(make_app: AppFactor
 
 def toasts(app: Any) -> list[str]:
     return [toast.render().plain for toast in app.screen.query(Toast)]
+
+
+async def test_an_answers_end_shows_at_once_not_at_the_panes_next_tick(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Panes sync at a bounded rate (a background pane a few times a second); the end of an
+    answer or run is synced at once, so its last words and status never wait for a tick."""
+    monkeypatch.setattr(thread_pane, "FOCUSED_HZ", 0.02)  # a tick every 50 s
+    monkeypatch.setattr(thread_pane, "BACKGROUND_HZ", 0.02)
+    app = make_app(handler=lambda messages, tools: "the last words")
+    agent = app.config.agent
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = pane_of(app)
+        await until(pilot, lambda: pane.feed.attached, "the pane subscribed")
+        await until(pilot, lambda: pane.drained, "the first sync")
+        await send_from_elsewhere(agent, "hello")
+        await agent.wait_for_local_runs()
+
+        def shown() -> bool:
+            answers = list(pane.query(AssistantMessage))
+            return bool(answers) and "the last words" in answers[-1].query_one(
+                MarkdownStream).markdown
+
+        await until(pilot, shown, "the answer's end on screen", timeout=10)
+        await until(pilot, lambda: pane.header_state.state == "idle", "the pane idle")

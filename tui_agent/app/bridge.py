@@ -24,11 +24,12 @@ from textual.message_pump import MessagePump
 
 from tui_agent.app.transcript import Transcript
 from tui_agent.errors import TuiAgentError
-from tui_agent.events import DATA_SIGNAL, DATA_USER_MESSAGE, END_TYPES, START
+from tui_agent.events import DATA_SIGNAL, DATA_USER_MESSAGE, END_TYPES, START, STEP_FINISH
 
 FIRST_PAGE = 20  # messages mounted when a pane opens: a screenful, so a pane paints fast
 HISTORY_PAGE = 50  # messages paged in per step scrolled back (or until the view can scroll)
 WAITING_GAP_S = 0.5  # the least time between two reads of the signals waiting for a live run
+URGENT_TYPES = END_TYPES | {STEP_FINISH}  # an answer's end: shown at once, not at the next tick
 
 
 @dataclass
@@ -47,7 +48,8 @@ class ThreadFeed:
 
     class Changed(Message):
         """The transcript or the run state changed: the pane should sync its widgets
-        (``urgent``: a run ended, its last words should show now, not at the next tick)."""
+        (``urgent``: an answer or a run ended, its last words should show now, not at the
+        pane's next tick)."""
 
         def __init__(self, feed: ThreadFeed, *, urgent: bool = False) -> None:
             super().__init__()
@@ -129,9 +131,7 @@ class ThreadFeed:
                     self.thread_tokens += int(usage.get("input_tokens") or 0) + int(
                         usage.get("output_tokens") or 0
                     )
-                    self._posted = True
-                    self._target.post_message(self.Changed(self, urgent=True))
-                self._changed()
+                self._changed(urgent=event.get("type") in URGENT_TYPES)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the store went away, a corrupt row: say so, once
@@ -175,10 +175,11 @@ class ThreadFeed:
             self.waiting = waiting
             self._changed()
 
-    def _changed(self) -> None:
-        if not self._posted:
+    def _changed(self, *, urgent: bool = False) -> None:
+        """Tell the pane, once until it takes the changes — or at once when ``urgent``."""
+        if urgent or not self._posted:
             self._posted = True
-            self._target.post_message(self.Changed(self))
+            self._target.post_message(self.Changed(self, urgent=urgent))
 
     @property
     def changes_waiting(self) -> bool:

@@ -136,6 +136,7 @@ class MarkdownStream(Widget):
         self._changed_from = _UNCHANGED  # first line changed since the last repaint request
         self._laid_out_height = -1  # the height last reported to the layout
         self._update_scheduled = False
+        self._paint_style: Style | None = None  # the widget's style during one paint
         self._streamed = not finished  # False: made finished (history), never streamed
         self.blocks_rendered = 0
         """How many times a finished block was rendered (a diagnostic: each block renders once
@@ -218,12 +219,20 @@ class MarkdownStream(Widget):
         self._laid_out_height = self._line_count()
         return self._laid_out_height
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The widget's style walks every ancestor: work it out once per paint, not per line.
+        self._paint_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint_style = None
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         self._prepare(width)
-        # The background and colour are applied here, not baked into the cached strips: an
+        # The background and colour are applied here, not baked into the cached lines: an
         # ancestor's background can change (a focused pane) without restyling this widget.
-        base = self.rich_style
+        base = self._paint_style or self.rich_style
         if not 0 <= y < self._line_count():
             return Strip.blank(width, base)
         strip = Strip(self._line(y), width).apply_style(base)
