@@ -439,6 +439,8 @@ def stream_figures(report: dict[str, Any]) -> dict[str, Any]:
                        if i in report["seen"] and str(i) in ends else inf for i in range(4)]
         out["complete"] = report["complete"]
         out["trace"] = report.get("trace")
+        out["worst_lag"] = report.get("worst_lag") or []
+        out["gc_pauses"] = report.get("gc_pauses") or []
         out["reached"] = sum(map(int, chars.values()))
     return out
 
@@ -466,6 +468,13 @@ def bench_stream(tmux: Tmux, seconds: float, rate: float, keys_per_s: float) -> 
                       "finished: " + "; ".join(
                           " / ".join(ms(marks.get(k)) for k in ("feed", "widget", "finished"))
                           for marks in figures["trace"].values()))
+            if "gc_pauses" in figures:
+                pauses = figures["gc_pauses"]
+                worst = ", ".join(f"{ms(lag)} at {at:.1f} s"
+                                  for lag, at in figures["worst_lag"][:4])
+                print(f"[stream] {label}: worst lags {worst}; garbage-collector pauses >= 20 ms: "
+                      f"{len(pauses)}, longest {ms(max((p[2] for p in pauses), default=0.0))} "
+                      f"(generations {sorted({p[0] for p in pauses})})")
 
     def get(figures: dict[str, Any], key: str, q: float) -> float | None:
         values = figures.get(key)
