@@ -98,6 +98,8 @@ class TranscriptView(VerticalScroll, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         """The content grew or shrank (also between two syncs, when an answer's final render
         changes its height): a following view stays at the end."""
+        if self.is_anchored and self.max_scroll_y == 0:
+            self.anchor(False)  # an anchored view shorter than its content sits at the bottom
         if self.following:
             self._follow_after_refresh()
 
@@ -107,8 +109,14 @@ class TranscriptView(VerticalScroll, can_focus=True):
         self.call_after_refresh(self._scroll_end_if_following)
 
     def _scroll_end_if_following(self) -> None:
-        if self.following:
-            self.scroll_end(animate=False, immediate=True)
+        if not self.following:
+            return
+        if self.max_scroll_y > 0 and not self.is_anchored:
+            # Anchored, the view is kept at its end within the layout that grows it (Textual's
+            # compositor): new output is painted in one frame, not a frame later after a scroll.
+            # Scrolling up releases the anchor; reaching the end again restores it.
+            self.anchor()
+        self.scroll_end(animate=False, immediate=True)
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
