@@ -464,9 +464,10 @@ def bench_stream(tmux: Tmux, seconds: float, rate: float, keys_per_s: float) -> 
                   f"after {[ms(s) for s in figures['ends']]}")
             if figures.get("trace"):
                 print("[stream] tui-agent, after each stream's end (n/a: not yet by the report)"
-                      ": last words in the feed's transcript / in the MarkdownStream / stream "
-                      "finished: " + "; ".join(
-                          " / ".join(ms(marks.get(k)) for k in ("feed", "widget", "finished"))
+                      ": last words in the feed's transcript / its answer ended there / in the "
+                      "MarkdownStream / stream finished: " + "; ".join(
+                          " / ".join(ms(marks.get(k))
+                                     for k in ("feed", "feed_done", "widget", "finished"))
                           for marks in figures["trace"].values()))
             if "gc_pauses" in figures:
                 pauses = figures["gc_pauses"]

@@ -283,13 +283,15 @@ def run_tui_agent(args: argparse.Namespace, probe: Probe) -> None:
             await asyncio.sleep(0.005)
             for i, pane in enumerate(app.panes):
                 end = probe.ends.get(i)
-                if end is None or len(seen[str(i)]) == 3:
+                if end is None or len(seen[str(i)]) == 4:
                     continue
                 now = time.monotonic() - end
                 marks = seen[str(i)]
                 entries = [e for e in pane.feed.transcript.entries if e.kind == "assistant"]
                 if entries and MARKERS[i] in entries[-1].text:
                     marks.setdefault("feed", now)
+                if entries and entries[-1].status != "streaming":
+                    marks.setdefault("feed_done", now)
                 streams = list(pane.query(MarkdownStream))
                 if streams and MARKERS[i] in streams[-1].markdown[-200:]:
                     marks.setdefault("widget", now)

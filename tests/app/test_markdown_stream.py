@@ -3,10 +3,12 @@ loses no text mid-stream, re-wraps on a width change, and renders each finished 
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
 import pytest
+from rich.console import Console
 from rich.markdown import Markdown
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
@@ -15,7 +17,12 @@ from textual.pilot import Pilot
 from textual.selection import Selection
 
 from tui_agent.app.widgets import markdown_stream
-from tui_agent.app.widgets.markdown_stream import MarkdownStream
+from tui_agent.app.widgets.markdown_stream import (
+    MarkdownStream,
+    blocks_stand_alone,
+    render_final,
+    render_markdown,
+)
 from tui_agent.cli.render import split_blocks
 
 ANSWERS = {
@@ -337,17 +344,23 @@ async def test_finish_equals_the_whole_render_where_blocks_depend_on_each_other(
         assert await final_lines(widget) == reference
 
 
-async def test_finish_renders_only_what_may_differ(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The final render keeps the streamed blocks that stand alone: it costs far less than
-    rendering the whole answer again (the long answers of four panes end at once)."""
+@pytest.mark.parametrize(("ending", "rendered_at_finish"), [
+    ("the tail", []),  # every block stands alone: the lines on screen are the final ones
+    ("- a\n\n- b, the tail", ["- a\n\n- b, the tail"]),  # a loose list: rendered as one
+])
+async def test_finish_renders_only_what_may_differ(
+        monkeypatch: pytest.MonkeyPatch, ending: str, rendered_at_finish: list[str]) -> None:
+    """The end of a stream renders only the blocks that may not stand alone, never the whole
+    answer again (four panes' long answers end at once)."""
     text = "\n\n".join(f"Paragraph {i} with some **bold** text." for i in range(400))
+    text += "\n\n" + ending
     app = Host()
     async with app.run_test(size=(WIDTH, 40)) as pilot:
         reference = await reference_lines(app, pilot, text)
         widget = MarkdownStream()
         await app.query_one("#box").mount(widget)
         await pilot.pause()
-        widget.append(text + "\n\nthe tail")
+        widget.append(text)
         widget.flush()
         rendered: list[str] = []
         original = markdown_stream.render_markdown
@@ -358,6 +371,51 @@ async def test_finish_renders_only_what_may_differ(monkeypatch: pytest.MonkeyPat
 
         monkeypatch.setattr(markdown_stream, "render_markdown", counting)
         widget.finish()
-        lines = await final_lines(widget)
-        assert lines[: len(reference)] == reference
-        assert rendered == ["the tail"]  # only the unfinished tail, not 400 paragraphs again
+        assert await final_lines(widget) == reference
+        assert rendered == rendered_at_finish
+
+
+def test_blocks_that_may_continue_the_one_before_are_not_taken_as_standing_alone() -> None:
+    alone = ["# Title", "A paragraph.", "- a list\n- of two", "| a | b |\n|---|---|", "> quote",
+             "```\ncode\n```", "1. after a quote"]
+    assert blocks_stand_alone(alone)
+    for before, block in [("- a", "- b"), ("Intro:\n- a", "- b"), ("1. one", "2. two"),
+                          ("- a", "  more of a"), ("text", "    indented code"),
+                          ("<div>", "inside"), ("see [x][r]", "[r]: https://example.com")]:
+        assert not blocks_stand_alone([before, block]), (before, block)
+
+
+SNIPPETS = ["Para **bold** text.", "# Head", "- a\n- b", "- a", "1. one", "2. two", "1) paren",
+            "+ plus", "- a\n  - b", "  - nested", "  continued item", "    indented code",
+            "<div>", "</div>", "<!--", "-->", "> quote", "Para *x*\n> q", "---",
+            "```py\nx = 1\n\ny = 2\n```", "| a | b |\n|---|---|\n| 1 | 2 |", "~~~\nfence\n~~~",
+            "see [x][r] here", "[r]: https://example.com", "Text\n- inner list"]
+
+
+def test_the_final_lines_equal_the_whole_render_for_any_mix_of_blocks() -> None:
+    """Property (fixed seed, 400 answers of up to 7 blocks, tricky ones included): the lines
+    kept or re-rendered at the end equal rich's render of the whole answer."""
+    width = 60
+    console = Console(width=width)
+    options = console.options.update_width(width)
+    rng = random.Random(3)
+
+    def text_of(lines: list[Any]) -> list[str]:
+        return ["".join(segment.text for segment in line).rstrip() for line in lines]
+
+    for _ in range(400):
+        text = "\n\n".join(rng.choice(SNIPPETS) for _ in range(rng.randint(1, 7)))
+        blocks, rest = split_blocks(text)
+        parts = [render_markdown(b, width, True, options, console) for b in blocks]
+        if blocks_stand_alone([*blocks, rest]):
+            streamed = [*parts, render_markdown(rest, width, True, options, console)]
+            lines: list[Any] = []
+            for index, part in enumerate(streamed):
+                if index and (part.lead or streamed[index - 1].spaced):
+                    lines.append([])
+                lines.extend(part.lines)
+        else:
+            lines = render_final(text, list(zip(blocks, parts, strict=True)), width, True,
+                                 options, console)
+        whole = render_markdown(text, width, True, options, console).lines
+        assert text_of(lines) == text_of(whole), text

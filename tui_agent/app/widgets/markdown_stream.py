@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
@@ -291,11 +292,11 @@ class MarkdownStream(Widget):
             self._width = width
             self._options = None
             self._drop_strips()
-        if self._finished and self._final is None:
-            self._render_final_later()
         if self._final is not None:
             return
         if not self._streamed:  # until the Markdown render is ready: the plain text, cheaply
+            if self._finished:
+                self._render_final_later()
             if self._tail is None:
                 self._tail = plain_strips(self.markdown, width)
                 self._changed_from = 0
@@ -325,6 +326,17 @@ class MarkdownStream(Widget):
                     changed_from += 1
                 self._tail.extend(part.lines)
             self._changed_from = min(self._changed_from, changed_from)
+        if self._finished:
+            self._settle_final()
+
+    def _settle_final(self) -> None:
+        """The stream ended. Where every block (the tail included) starts its own top-level
+        element, the lines on screen already are the final ones: kept, nothing rendered.
+        Otherwise the final render runs in a worker thread (``render_final``)."""
+        if blocks_stand_alone([*self._block_sources, self._rest]):
+            self._final = self._lines + (self._tail or [])
+        else:
+            self._render_final_later()
 
     def _render_final_later(self) -> None:
         """Start the final render of the finished source in a worker thread (once per
@@ -451,16 +463,14 @@ def render_final(source: str, rendered: list[tuple[str, _Part]], width: int, dar
               and token.map]
     lines = source.split("\n")
     groups: list[list[tuple[int, int]]] = []
-    element_of_last = None
     for start, end in block_spans(lines):
         if not "".join(lines[start:end]).strip():
             continue
         element = bisect_right(starts, start) - 1
-        if groups and element == element_of_last:
-            groups[-1].append((start, end))
+        if groups and element >= 0 and starts[element] < start:
+            groups[-1].append((start, end))  # inside an element an earlier block started
         else:
             groups.append([(start, end)])
-        element_of_last = element
     kept = dict(rendered)
     parts: list[_Part] = []
     for group in groups:
@@ -473,6 +483,30 @@ def render_final(source: str, rendered: list[tuple[str, _Part]], width: int, dar
             joined.append([Segment(" " * width)])
         joined.extend(part.lines)
     return joined
+
+
+_LIST_LINE = re.compile(r"^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)", re.MULTILINE)
+_HTML_LINE = re.compile(r"^ {0,3}<", re.MULTILINE)
+_REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:", re.MULTILINE)
+
+
+def blocks_stand_alone(blocks: list[str]) -> bool:
+    """Whether each block (a run of lines between blank lines, as streamed) surely starts its
+    own top-level Markdown element, so that rendering the blocks one by one gives the lines of
+    the whole. Conservative: False where a block may continue the one before it — it is
+    indented (a list item's continuation, indented code), it is a list item after a block with
+    one (a loose list), it follows an HTML block — or where a reference link is defined."""
+    previous = ""
+    for block in blocks:
+        if not block.strip():
+            continue
+        if _REFERENCE.search(block):
+            return False
+        if previous and (block[0] in " \t" or _HTML_LINE.search(previous)
+                         or (_LIST_LINE.match(block) and _LIST_LINE.search(previous))):
+            return False
+        previous = block
+    return True
 
 
 def _gap_between(before: _Part, after: _Part) -> bool:
