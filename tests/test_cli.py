@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from helpers.sql import messages_sync
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTED = f"{ROOT / 'tests' / 'helpers' / 'cli_agents.py'}:scripted"
@@ -107,9 +108,12 @@ def db(tmp_path: Path) -> str:
 
 
 def stored_messages(db: str) -> list[tuple[str, Any, dict[str, Any]]]:
+    """Every thread's messages as the store reads them back (a signal's text is stored once,
+    in the signal's row), in the order they were stored."""
     with sqlite3.connect(db) as connection:
-        rows = connection.execute("SELECT role, content, metadata FROM messages ORDER BY seq")
-        return [(r, json.loads(c), json.loads(m or "{}")) for r, c, m in rows]
+        threads = [t for (t,) in connection.execute("SELECT DISTINCT thread_id FROM messages")]
+    records = sorted((m for t in threads for m in messages_sync(db, t)), key=lambda m: m.seq)
+    return [(m.role, m.content, m.metadata) for m in records]
 
 
 # -- send --------------------------------------------------------------------------------------

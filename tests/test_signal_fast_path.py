@@ -31,7 +31,7 @@ from tui_agent.signals.elements import to_model_message
 from tui_agent.signals.limits import InputLimits, input_limits, set_input_limits
 from tui_agent.store import txn
 from tui_agent.store.codec import dumps
-from tui_agent.store.records import SignalIn
+from tui_agent.store.records import SignalIn, model_message_of
 
 # Text the renderer and the JSON encoder treat specially, mixed with anything at all.
 TRICKY = st.sampled_from(
@@ -94,7 +94,9 @@ def test_a_fast_id_is_a_fresh_time_ordered_uuid() -> None:
 
 
 def stored_row(signal: SignalIn) -> tuple[Any, ...]:
-    return txn.signal_row("thread", "resource", signal, "pending", "run", 1.5)
+    spilled: list[tuple[str, str]] = []
+    row = txn.signal_row("thread", "resource", signal, "pending", "run", 1.5, spilled)
+    return row, spilled
 
 
 def assert_same_stored_form(signal: Signal) -> None:
@@ -104,7 +106,9 @@ def assert_same_stored_form(signal: Signal) -> None:
         general.id, general.type, general.message, general.data)
     assert fast.message == to_model_message(signal, {})
     assert fast.data == signal.model_dump(mode="json")
-    assert (fast.message_json, fast.data_json) == (dumps(general.message), dumps(general.data))
+    assert fast.data_json == dumps(general.data)
+    assert fast.derived_message and general.derived_message  # stored once, as the data
+    assert model_message_of(fast.data) == fast.message  # what a reader renders from it
     assert stored_row(fast) == stored_row(general)  # the bytes the store writes
     assert signal_in(signal, {}).data_json == fast.data_json  # the router takes the fast path
 
@@ -136,9 +140,11 @@ def test_anything_but_plain_text_takes_the_general_path(fields: dict[str, Any]) 
     signal = Signal(**({"type": "user", "contents": "x"} | fields))
     assert not is_plain_text(signal)
     routed = signal_in(signal, {})
-    assert routed.message_json is None and routed.data_json is None
+    assert routed.data_json is None
+    assert model_message_of(routed.data) == routed.message  # a reader renders the same
     assert (routed.message, routed.data) == (to_model_message(signal, {}),
                                              signal.model_dump(mode="json") | {
                                                  "attributes": signal.attributes})
     branch = signal_in(general_message("x"), {"mood": "calm"})  # branch attributes: general
-    assert branch.message_json is None and "mood" in branch.message["content"]
+    assert branch.data_json is None and "mood" in branch.message["content"]
+    assert model_message_of(branch.data) == branch.message

@@ -29,3 +29,21 @@ def rows_sync(store: Any, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
     import pg_server
 
     return pg_server.run_sync(pg_server.fetch(store.url, dollar_params(sql), *params))
+
+
+def messages_sync(location: str, thread_id: str) -> list[Any]:
+    """Every message of a thread as the store reads it back (``MessageRecord``s, oldest
+    first), from plain code. A signal's message refers to the signal's row (its text is stored
+    once, issue 11): its ``content`` column alone does not hold the text."""
+    import pg_server
+
+    from tui_agent.store import open_store
+
+    async def read() -> list[Any]:
+        store = open_store(location)
+        try:
+            return await store.list_messages(thread_id, limit=1_000_000)
+        finally:
+            await store.close()
+
+    return pg_server.run_sync(read())

@@ -325,7 +325,8 @@ def signal_in_general(signal: Signal, branch_attributes: dict[str, Any]) -> Sign
     against)."""
     data = signal.model_dump(mode="json")
     data["attributes"] = merge_attributes(signal.attributes, branch_attributes)
-    return SignalIn(signal.id, signal.type, to_model_message(signal, branch_attributes), data)
+    message = to_model_message(signal, branch_attributes)
+    return SignalIn(signal.id, signal.type, message, data, derived_message=True)
 
 
 def is_plain_text(signal: Signal) -> bool:
@@ -342,14 +343,12 @@ def is_plain_text(signal: Signal) -> bool:
 
 def plain_signal_in(signal: Signal) -> SignalIn:
     """:func:`signal_in_general` for a plain text message, without pydantic's dump or a
-    JSON encoder: the same message and data, and their JSON built once here (the text is encoded
-    once when neutralising leaves it as it is). tests/test_signal_fast_path.py proves both
-    paths store the same rows and give the model the same message."""
+    JSON encoder: the same message and data, and the data's JSON built here (the store writes
+    it as it is; the text is encoded once). tests/test_signal_fast_path.py proves both paths
+    store the same rows and give the model the same message."""
     text = signal.contents
     assert isinstance(text, str)
     content = neutralize_markup(text) if "<" in text else text  # only a "<" is ever rewritten
-    encoded = _json_str(text)
-    encoded_content = encoded if content is text or content == text else _json_str(content)
     created = signal.created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
     data = {
         "id": signal.id, "type": "user", "tag_name": signal.tag_name, "contents": text,
@@ -357,12 +356,11 @@ def plain_signal_in(signal: Signal) -> SignalIn:
     }
     data_json = (
         f'{{"id":{_json_str(signal.id)},"type":"user","tag_name":{_json_str(signal.tag_name)},'
-        f'"contents":{encoded},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
+        f'"contents":{_json_str(text)},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
         f'"created_at":"{created}"}}'
     )
-    message_json = f'{{"role":"user","content":{encoded_content}}}'
-    return SignalIn(signal.id, "user", {"role": "user", "content": content}, data,
-                    message_json, data_json)
+    message = {"role": "user", "content": content}
+    return SignalIn(signal.id, "user", message, data, data_json, derived_message=True)
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
