@@ -575,8 +575,8 @@ class PostgresStore(PostgresInbox):
             with self._full_is_a_store_full_error():
                 run_id = await pool.fetchval(
                     "SELECT tui_agent_deliver_signal($1, $2, $3, $4, $5, $6, $7)",
-                    thread_id, signal.id, resource_id, signal.type, dumps(signal.message),
-                    dumps(signal.data), time.time(),
+                    thread_id, signal.id, resource_id, signal.type, txn.message_column(signal),
+                    signal.data_json or dumps(signal.data), time.time(),
                 )
         if run_id is not None:
             self._commits += 1

@@ -372,13 +372,16 @@ async def insert_signal(
     await conn.execute(
         "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message, data,"
         " created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
-        signal.id, thread_id, resource_id, signal.type, status, run_id,
-        # A derived model message is rendered from the data when read: the text is stored once
-        # (in the data; TOAST keeps a large one out of line, and updating the row's status
-        # does not copy it).
-        "null" if signal.derived_message else dumps(signal.message),
+        signal.id, thread_id, resource_id, signal.type, status, run_id, message_column(signal),
         signal.data_json or dumps(signal.data), time.time(),
     )
+
+
+def message_column(signal: SignalIn) -> str:
+    """A signal row's ``message``: ``null`` for a derived model message, rendered from the data
+    when read, so the text is stored once (in the data: TOAST keeps a large one out of line,
+    and updating the row's status does not copy it)."""
+    return "null" if signal.derived_message else dumps(signal.message)
 
 
 async def persist(
