@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -110,10 +109,7 @@ def db(tmp_path: Path) -> str:
 def stored_messages(db: str) -> list[tuple[str, Any, dict[str, Any]]]:
     """Every thread's messages as the store reads them back (a signal's text is stored once,
     in the signal's row), in the order they were stored."""
-    with sqlite3.connect(db) as connection:
-        threads = [t for (t,) in connection.execute("SELECT DISTINCT thread_id FROM messages")]
-    records = sorted((m for t in threads for m in messages_sync(db, t)), key=lambda m: m.seq)
-    return [(m.role, m.content, m.metadata) for m in records]
+    return [(m.role, m.content, m.metadata) for m in messages_sync(db)]
 
 
 # -- send --------------------------------------------------------------------------------------
