@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from functools import partial
 from json import encoder as json_encoder
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ from tui_agent.errors import ConfigError, SignalError
 from tui_agent.signals.data import (
     IfActive,
     IfIdle,
+    PlainText,
     Signal,
     Target,
     normalize_message,
@@ -55,9 +56,10 @@ _DEFAULT_ACTIVE, _DEFAULT_IDLE = parse_if_active(None), parse_if_idle(None)
 class SignalReceipt:
     """What ``send_*`` returns at once. ``await receipt.accepted`` gives the routing decision:
     ``{"action": "wake", "run_id", "output"}``, ``{"action": "deliver", "run_id"}``,
-    ``{"action": "persist"}`` or ``{"action": "discard"}``."""
+    ``{"action": "persist"}`` or ``{"action": "discard"}``. ``receipt.signal`` is the Signal
+    sent (a plain text message's is built when first asked for: see ``PlainText``)."""
 
-    signal: Signal
+    sent: Signal | PlainText = field(repr=False)
     accepted: asyncio.Future[dict[str, Any]]
     #: Resolves once the signal is stored; made when a branch of the send may persist.
     persist_future: asyncio.Future[None] | None = field(default=None, repr=False)
@@ -66,6 +68,17 @@ class SignalReceipt:
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     #: The action routing took, once it is known.
     action: str | None = field(default=None, repr=False)
+
+    @property
+    def signal(self) -> Signal:
+        sent = self.sent
+        if type(sent) is PlainText:
+            sent = self.sent = sent.signal()
+        assert isinstance(sent, Signal)
+        return sent
+
+    def __repr__(self) -> str:
+        return f"SignalReceipt(signal={self.signal!r}, accepted={self.accepted!r})"
 
     @property
     def persisted(self) -> asyncio.Future[None] | None:
@@ -89,7 +102,11 @@ def send(
     if_active: Any = None,
     if_idle: Any = None,
 ) -> SignalReceipt:
-    signal = normalize_signal(message) if kind == "signal" else normalize_message(message)
+    sent: Signal | PlainText
+    if kind != "signal" and type(message) is str:  # most of what is sent: its Signal can wait
+        sent = PlainText.of(message)
+    else:
+        sent = normalize_signal(message) if kind == "signal" else normalize_message(message)
     target = parse_target(run_id, resource_id, thread_id)
     active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)
     idle = _DEFAULT_IDLE if if_idle is None else parse_if_idle(if_idle)
@@ -97,14 +114,15 @@ def send(
         defaults = agent.default_options if isinstance(agent.default_options, dict) else {}
         parse_run_options(idle.stream_options, defaults, agent.hooks)
     if agent.memory is None:
-        return _send_in_process(agent, signal, target, active, kind == "queue")
+        return _send_in_process(agent, _signal_of(sent), target, active, kind == "queue")
     loop = asyncio.get_running_loop()
-    receipt = SignalReceipt(signal, loop.create_future())
+    receipt = SignalReceipt(sent, loop.create_future())
     if active.behavior == "persist" or idle.behavior == "persist":
         receipt.persist_future = loop.create_future()
     if target.thread_id is not None:
-        _route_now(agent, signal, target, active, idle, kind == "queue", receipt)
+        _route_now(agent, sent, target, active, idle, kind == "queue", receipt)
         return receipt
+    signal = receipt.signal
     receipt.task = agent.runtime.spawn(
         _route(agent, signal, target, active, idle, kind == "queue", receipt),
         name=f"route signal {signal.id}",
@@ -140,9 +158,13 @@ def _send_in_process(
     return SignalReceipt(signal, accepted)
 
 
+def _signal_of(sent: Signal | PlainText) -> Signal:
+    return sent.signal() if type(sent) is PlainText else sent  # type: ignore[union-attr]
+
+
 def _route_now(
     agent: Agent,
-    signal: Signal,
+    sent: Signal | PlainText,
     target: Target,
     active: IfActive,
     idle: IfIdle,
@@ -156,7 +178,12 @@ def _route_now(
     assert agent.memory is not None
     assert target.resource_id is not None and target.thread_id is not None
     agent.runtime.track(receipt.accepted)  # close() waits for it, as for a routing task
-    when_active = signal_in(signal, active.attributes)
+    if type(sent) is PlainText and not active.attributes and not idle.attributes:
+        when_active = when_idle = plain_text_in(sent.id, "user", sent.text, sent.created_at)
+    else:
+        signal = receipt.signal
+        when_active = signal_in(signal, active.attributes)
+        when_idle = _idle_form(signal, active, idle, when_active)
     agent.memory.store.route_signal_then(  # keywords spelled out: no dict per signal
         partial(_on_routed, agent, target, idle, receipt),
         target.thread_id,
@@ -168,7 +195,7 @@ def _route_now(
         owner=agent.runtime.owner,
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
-        echo_when_idle=_idle_form(signal, active, idle, when_active),
+        echo_when_idle=when_idle,
     )
 
 
@@ -191,7 +218,7 @@ def _on_routed(
         assert target.resource_id is not None and target.thread_id is not None
         agent.runtime.spawn(
             _route_woken(agent, target.resource_id, target.thread_id, result, idle, receipt),
-            name=f"wake for signal {receipt.signal.id}",
+            name=f"wake for signal {receipt.sent.id}",
         )
     except Exception as failure:
         _fail_receipt(receipt, failure)
@@ -347,20 +374,26 @@ def plain_signal_in(signal: Signal) -> SignalIn:
     it as it is; the text is encoded once). tests/test_signal_fast_path.py proves both paths
     store the same rows and give the model the same message."""
     text = signal.contents
-    assert isinstance(text, str)
+    assert isinstance(text, str) and signal.tag_name is not None
+    return plain_text_in(signal.id, signal.tag_name, text, signal.created_at)
+
+
+def plain_text_in(signal_id: str, tag_name: str, text: str, created_at: datetime) -> SignalIn:
+    """:func:`plain_signal_in` from the fields of a plain text message (a ``PlainText`` sent
+    needs no Signal for it). ``created_at`` is in UTC."""
     content = neutralize_markup(text) if "<" in text else text  # only a "<" is ever rewritten
-    created = signal.created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
+    created = created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
     data = {
-        "id": signal.id, "type": "user", "tag_name": signal.tag_name, "contents": text,
+        "id": signal_id, "type": "user", "tag_name": tag_name, "contents": text,
         "attributes": {}, "metadata": {}, "provider_options": {}, "created_at": created,
     }
     data_json = (
-        f'{{"id":{_json_str(signal.id)},"type":"user","tag_name":{_json_str(signal.tag_name)},'
+        f'{{"id":{_json_str(signal_id)},"type":"user","tag_name":{_json_str(tag_name)},'
         f'"contents":{_json_str(text)},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
         f'"created_at":"{created}"}}'
     )
     message = {"role": "user", "content": content}
-    return SignalIn(signal.id, "user", message, data, data_json, derived_message=True)
+    return SignalIn(signal_id, "user", message, data, data_json, derived_message=True)
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:

@@ -166,7 +166,13 @@ MIGRATIONS: list[str] = [
     #    signal_data instead of its signals row (data 'null' there), which is never rewritten
     #    (a run taking the signal rewrites the signals row). Rows written before keep their
     #    own copies (signal_id NULL) and read as they always did.
+    #    One index on signals instead of two (each costs every signal of a burst an insert,
+    #    issue 10): every query of signals names a status (and the thread), and an index on
+    #    (status, thread_id) serves them all in seq order (its entries end with the rowid).
     """
+    DROP INDEX signals_by_thread;
+    DROP INDEX signals_waiting;
+    CREATE INDEX signals_by_status ON signals(status, thread_id);
     ALTER TABLE messages ADD COLUMN signal_id TEXT;
     ALTER TABLE events ADD COLUMN signal_id TEXT;
     CREATE TABLE signal_data (
