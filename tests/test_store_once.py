@@ -245,6 +245,7 @@ async def test_a_store_written_before_keeps_its_copies_and_reads_as_it_did(
         db.execute(insert_signal, ("old-pending", T, R, "pending", None,
                                    json.dumps({"role": "user", "content": "as stored"}),
                                    json.dumps(pending)))
+    path.chmod(0o600)  # as the store makes its files (a looser one is warned about)
     store = stores(path)
     [old] = await store.list_messages(T)
     assert (old.content, old.metadata) == ("old &lt;b>", metadata)

@@ -38,7 +38,7 @@ from tui_agent.signals.data import (
     parse_if_idle,
     parse_target,
 )
-from tui_agent.signals.elements import merge_attributes, neutralize_markup, to_model_message
+from tui_agent.signals.elements import merge_attributes, to_model_message
 from tui_agent.store.records import RouteResult, SignalIn
 
 # json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
@@ -381,19 +381,15 @@ def plain_signal_in(signal: Signal) -> SignalIn:
 def plain_text_in(signal_id: str, tag_name: str, text: str, created_at: datetime) -> SignalIn:
     """:func:`plain_signal_in` from the fields of a plain text message (a ``PlainText`` sent
     needs no Signal for it). ``created_at`` is in UTC."""
-    content = neutralize_markup(text) if "<" in text else text  # only a "<" is ever rewritten
     created = created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
-    data = {
-        "id": signal_id, "type": "user", "tag_name": tag_name, "contents": text,
-        "attributes": {}, "metadata": {}, "provider_options": {}, "created_at": created,
-    }
     data_json = (
         f'{{"id":{_json_str(signal_id)},"type":"user","tag_name":{_json_str(tag_name)},'
         f'"contents":{_json_str(text)},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
         f'"created_at":"{created}"}}'
     )
-    message = {"role": "user", "content": content}
-    return SignalIn(signal_id, "user", message, data, data_json, derived_message=True)
+    # Only the JSON: the store writes it as it is, and renders the model message from it when
+    # read. Its data and message are made from it if someone asks (the memoryless path).
+    return SignalIn(signal_id, "user", None, None, data_json, derived_message=True)
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:

@@ -171,22 +171,51 @@ class MessageIn:
     signal_id: str | None = None
 
 
-@dataclass(slots=True)
 class SignalIn:
     """A signal as routed: ``message`` is the model-facing message (already rendered with the
-    attributes of the branch taken); ``data`` is the signal itself, echoed to subscribers."""
+    attributes of the branch taken); ``data`` is the signal itself, echoed to subscribers.
 
-    id: str
-    type: str
-    message: dict[str, Any]
-    data: dict[str, Any]
-    #: ``dumps(data)`` when the sender built it already (the plain-text fast path of a burst):
-    #: the writer's thread then stores it without encoding again.
-    data_json: str | None = None
-    #: True when ``message`` is what :func:`model_message_of` renders from ``data`` (the
-    #: router's signals): the store then keeps only ``data`` and renders the message when it
-    #: is read, so the text is stored once. Otherwise ``message`` is stored as given.
-    derived_message: bool = False
+    ``data_json`` is ``dumps(data)`` when the sender built it already (the plain-text fast path
+    of a burst): the store writes it without encoding again, and ``data`` may then be left out
+    (None: it is parsed from the JSON if someone asks). ``derived_message`` says ``message`` is
+    what :func:`model_message_of` renders from ``data`` (the router's signals): the store keeps
+    only ``data`` and renders the message when it is read, so the text is stored once; such a
+    message may be left out too (rendered if asked for). Otherwise ``message`` is stored as
+    given."""
+
+    __slots__ = ("_data", "_message", "data_json", "derived_message", "id", "type")
+
+    def __init__(
+        self,
+        id: str,
+        type: str,
+        message: dict[str, Any] | None,
+        data: dict[str, Any] | None,
+        data_json: str | None = None,
+        derived_message: bool = False,
+    ) -> None:
+        if data is None and data_json is None:
+            raise ValueError("a SignalIn needs its data, or its data_json")
+        if message is None and not derived_message:
+            raise ValueError("a SignalIn needs its message unless it is derived from the data")
+        self.id, self.type, self.data_json, self.derived_message = (
+            id, type, data_json, derived_message)
+        self._message, self._data = message, data
+
+    @property
+    def data(self) -> dict[str, Any]:
+        if self._data is None:
+            self._data = loads(self.data_json)
+        return self._data
+
+    @property
+    def message(self) -> dict[str, Any]:
+        if self._message is None:
+            self._message = model_message_of(self.data)
+        return self._message
+
+    def __repr__(self) -> str:
+        return f"SignalIn(id={self.id!r}, type={self.type!r}, data={self.data!r})"
 
 
 @dataclass(slots=True)
