@@ -335,10 +335,12 @@ class PostgresStore(PostgresInbox):
     async def read_events(
         self, thread_id: str, after_seq: int, limit: int = 1000
     ) -> list[dict[str, Any]]:
-        # A signal's echo refers to the signal's row: its payload is the row's data.
+        # A signal's echo refers to the signal's row: its payload is the row's data. A stored
+        # message's echo refers to the message: its contents are the message's content.
         rows = await self.fetchall(
             "SELECT e.seq, e.run_id, e.type, e.source, COALESCE(s.data, e.payload),"
-            " e.created_at FROM events e LEFT JOIN signals s ON s.id=e.signal_id"
+            " e.created_at, m.content FROM events e LEFT JOIN signals s ON s.id=e.signal_id"
+            " LEFT JOIN messages m ON m.id=e.message_id"
             " WHERE e.thread_id=$1 AND e.seq>$2 ORDER BY e.seq LIMIT $3",
             thread_id, after_seq, limit,
         )

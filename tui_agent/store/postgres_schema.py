@@ -233,6 +233,7 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE messages ADD COLUMN signal_id text;
     ALTER TABLE events ADD COLUMN signal_id text;
+    ALTER TABLE events ADD COLUMN message_id text;
     """,
 ]
 

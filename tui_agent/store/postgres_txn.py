@@ -103,10 +103,10 @@ async def append(
         await conn.execute("UPDATE threads SET updated_at=$1 WHERE id=$2", now, thread_id)
     if events:
         await conn.executemany(
-            "INSERT INTO events(thread_id, run_id, type, source, payload, created_at, signal_id)"
-            " VALUES ($1,$2,$3,$4,$5,$6,$7)",
-            [(thread_id, e.run_id, e.type, e.source, dumps(e.payload), now, e.signal_id)
-             for e in events],
+            "INSERT INTO events(thread_id, run_id, type, source, payload, created_at, signal_id,"
+            " message_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+            [(thread_id, e.run_id, e.type, e.source, dumps(e.payload), now, e.signal_id,
+              e.message_id) for e in events],
         )
 
 

@@ -148,13 +148,16 @@ class EventIn:
     """An event to append to a thread's log. ``type`` is the chunk type a reader sees.
 
     ``signal_id`` makes it a signal's echo that refers to the stored signal: its payload is
-    not stored again, a reader gets the signal's data in its place (:func:`event_chunk`)."""
+    not stored again, a reader gets the signal's data in its place. ``message_id`` makes it
+    the echo of a stored message (a ``generate()`` input): its payload is stored without
+    ``contents``, which a reader gets from that message's content (:func:`event_chunk`)."""
 
     type: str
     payload: Any = None
     run_id: str | None = None
     source: str = "AGENT"
     signal_id: str | None = None
+    message_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -289,8 +292,12 @@ def message_record(row: Sequence[Any]) -> MessageRecord:
 
 
 def event_chunk(row: Sequence[Any]) -> dict[str, Any]:
-    """A stored event row (seq, run_id, type, source, payload, created_at) as a stream chunk.
-    ``payload`` is the referred signal's data for an echo stored as a reference (the reader
-    selects it in its place)."""
-    seq, run_id, type_, source, payload, _created = row
-    return {"type": type_, "run_id": run_id, "from": source, "payload": loads(payload), "seq": seq}
+    """A stored event row (seq, run_id, type, source, payload, created_at, referred message's
+    content) as a stream chunk. ``payload`` is the referred signal's data for a signal's echo
+    stored as a reference (the reader selects it in its place); the echo of a stored message
+    gets that message's content as its ``contents``."""
+    seq, run_id, type_, source, payload, _created, message_content = row
+    loaded = loads(payload)
+    if message_content is not None:
+        loaded["contents"] = loads(message_content)
+    return {"type": type_, "run_id": run_id, "from": source, "payload": loaded, "seq": seq}

@@ -464,10 +464,12 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
     async def read_events(
         self, thread_id: str, after_seq: int, limit: int = 1000
     ) -> list[dict[str, Any]]:
-        # A signal's echo refers to the signal's row: its payload is the row's data.
+        # A signal's echo refers to the signal's row: its payload is the row's data. A stored
+        # message's echo refers to the message: its contents are the message's content.
         rows = await self.fetchall(
             f"SELECT e.seq, e.run_id, e.type, e.source, COALESCE({txn.SIGNAL_DATA}, e.payload),"
-            " e.created_at FROM events e LEFT JOIN signals s ON s.id=e.signal_id"
+            " e.created_at, m.content FROM events e LEFT JOIN signals s ON s.id=e.signal_id"
+            " LEFT JOIN messages m ON m.id=e.message_id"
             " WHERE e.thread_id=? AND e.seq>? ORDER BY e.seq LIMIT ?",
             (thread_id, after_seq, limit),
         )

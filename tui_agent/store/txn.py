@@ -190,10 +190,11 @@ def append(
         conn.execute("UPDATE threads SET updated_at=? WHERE id=?", (now, thread_id))
     if events:
         conn.executemany(
-            "INSERT INTO events(thread_id, run_id, type, source, payload, created_at, signal_id)"
-            " VALUES (?,?,?,?,?,?,?)",
+            "INSERT INTO events(thread_id, run_id, type, source, payload, created_at, signal_id,"
+            " message_id) VALUES (?,?,?,?,?,?,?,?)",
             [
-                (thread_id, e.run_id, e.type, e.source, dumps(e.payload), now, e.signal_id)
+                (thread_id, e.run_id, e.type, e.source, dumps(e.payload), now, e.signal_id,
+                 e.message_id)
                 for e in events
             ],
         )
