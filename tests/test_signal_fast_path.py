@@ -10,6 +10,7 @@ and byte-identical stored rows.
 
 from __future__ import annotations
 
+import os
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -93,6 +94,24 @@ def test_a_fast_id_is_a_fresh_time_ordered_uuid() -> None:
     assert [i[:12] for i in ids] == sorted(i[:12] for i in ids)  # time prefix never goes back
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_draws_other_random_bits_than_its_parent() -> None:
+    """Ids take their random bits from a pool read ahead: a forked child must not reuse the
+    parent's (two processes sending in the same millisecond would collide)."""
+    plain_message("fill the pool")
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: report its next ids' random bits, and leave at once
+        os.write(write, ",".join(plain_message("x").id[12:] for _ in range(5)).encode())
+        os._exit(0)
+    os.close(write)
+    mine = {plain_message("x").id[12:] for _ in range(5)}
+    with os.fdopen(read) as pipe:
+        theirs = set(pipe.read().split(","))
+    os.waitpid(child, 0)
+    assert len(theirs) == 5 and not mine & theirs
+
+
 def stored_row(signal: SignalIn) -> tuple[Any, ...]:
     spilled: list[tuple[str, str]] = []
     row = txn.signal_row("thread", "resource", signal, "pending", "run", 1.5, spilled)
@@ -148,3 +167,29 @@ def test_anything_but_plain_text_takes_the_general_path(fields: dict[str, Any]) 
     branch = signal_in(general_message("x"), {"mood": "calm"})  # branch attributes: general
     assert branch.data_json is None and "mood" in branch.message["content"]
     assert model_message_of(branch.data) == branch.message
+
+
+async def test_a_sent_text_gets_its_signal_when_asked_with_the_stored_id_and_time(
+    tmp_path: Any,
+) -> None:
+    """A plain text send routes without building its Signal (``PlainText``); the receipt's
+    signal, built on first use, is the one validation builds, with the id and time stored."""
+    from tui_agent import Agent, Memory, SqliteStore
+    from tui_agent.testing import ScriptedModel
+
+    store = SqliteStore(tmp_path / "lazy.sqlite")
+    agent = Agent(name="lazy", instructions="x", model=ScriptedModel(replies=["ok"]),
+                  memory=Memory(store=store))
+    try:
+        receipt = agent.send_message("hi <there>", resource_id="r", thread_id="t",
+                                     if_idle={"behavior": "persist"})
+        assert (await receipt.accepted)["action"] == "persist"
+        signal = receipt.signal
+        assert receipt.signal is signal  # built once
+        assert aligned(general_message("hi <there>"), signal) == signal
+        [stored] = await store.list_messages("t")
+        assert stored.metadata["signal"] == signal.model_dump(mode="json")
+        assert stored.content == to_model_message(signal, {})["content"]
+    finally:
+        await agent.close()
+        await store.close()

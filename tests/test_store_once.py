@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from helpers.common import AgentFactory, StoreFactory
-from helpers.sql import rows
+from helpers.sql import dollar_params, rows
 
 from tui_agent import Memory, SqliteStore
 from tui_agent.agent.router import signal_in_general
@@ -31,7 +31,7 @@ from tui_agent.events import END_TYPES
 from tui_agent.signals.data import Signal, normalize_signal
 from tui_agent.signals.elements import neutralize_markup, to_model_message
 from tui_agent.signals.limits import InputLimits, input_limits, set_input_limits
-from tui_agent.store import schema
+from tui_agent.store import postgres_schema, schema
 from tui_agent.store.records import model_message_of
 from tui_agent.testing import ScriptedModel
 
@@ -250,39 +250,35 @@ OLD_SIGNAL = {"id": "old-sig", "type": "user", "tag_name": "user", "contents": "
               "created_at": "2026-01-01T00:00:00Z"}
 
 
-@pytest.mark.sqlite_only
 async def test_a_store_written_before_keeps_its_copies_and_reads_as_it_did(
     tmp_path: Path, stores: StoreFactory
 ) -> None:
-    """A file at schema 3 with a delivered signal (its message and echo copied inline) and a
+    """A store at schema 3 with a delivered signal (its message and echo copied inline) and a
     pending one (its model message stored): after the migration, history and the log read as
     before, and a run takes the pending one with the model message it stored."""
     path = tmp_path / "old.sqlite"
     message = {"role": "user", "content": "old &lt;b>"}
     metadata = {"signal_id": "old-sig", "signal_type": "user", "signal": OLD_SIGNAL}
     pending = {**OLD_SIGNAL, "id": "old-pending", "contents": "waiting"}
-    with sqlite3.connect(path, isolation_level=None) as db:
-        for script in schema.MIGRATIONS[:3]:
-            db.executescript(script)
-        db.execute("PRAGMA user_version=3")
-        db.execute("INSERT INTO threads VALUES (?,?,NULL,'{}',1,1)", (T, R))
-        insert_signal = (
-            "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message,"
-            " data, created_at) VALUES (?,?,?,'user',?,?,?,?,1)"
-        )
-        db.execute(insert_signal, ("old-sig", T, R, "delivered", "old-run", json.dumps(message),
-                                   json.dumps(OLD_SIGNAL)))
-        db.execute("INSERT INTO messages(id, thread_id, resource_id, role, content, run_id,"
-                   " metadata, created_at) VALUES ('m1',?,?,'user',?,'old-run',?,1)",
-                   (T, R, json.dumps(message["content"]), json.dumps(metadata)))
-        db.execute("INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
-                   " VALUES (?,'old-run','data-user-message','USER',?,1)",
-                   (T, json.dumps(OLD_SIGNAL)))
-        db.execute(insert_signal, ("old-pending", T, R, "pending", None,
-                                   json.dumps({"role": "user", "content": "as stored"}),
-                                   json.dumps(pending)))
-    path.chmod(0o600)  # as the store makes its files (a looser one is warned about)
+    insert_signal = (
+        "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message,"
+        " data, created_at) VALUES (?,?,?,'user',?,?,?,?,1)"
+    )
+    old_rows: list[tuple[str, tuple[Any, ...]]] = [
+        ("INSERT INTO threads VALUES (?,?,NULL,'{}',1,1)", (T, R)),
+        (insert_signal, ("old-sig", T, R, "delivered", "old-run", json.dumps(message),
+                         json.dumps(OLD_SIGNAL))),
+        ("INSERT INTO messages(id, thread_id, resource_id, role, content, run_id, metadata,"
+         " created_at) VALUES ('m1',?,?,'user',?,'old-run',?,1)",
+         (T, R, json.dumps(message["content"]), json.dumps(metadata))),
+        ("INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
+         " VALUES (?,'old-run','data-user-message','USER',?,1)", (T, json.dumps(OLD_SIGNAL))),
+        (insert_signal, ("old-pending", T, R, "pending", None,
+                         json.dumps({"role": "user", "content": "as stored"}),
+                         json.dumps(pending))),
+    ]
     store = stores(path)
+    await write_at_schema_3(store, path, old_rows)
     [old] = await store.list_messages(T)
     assert (old.content, old.metadata) == ("old &lt;b>", metadata)
     [echo] = await store.read_events(T, 0)
@@ -297,3 +293,31 @@ async def test_a_store_written_before_keeps_its_copies_and_reads_as_it_did(
     echoes = [e["payload"] for e in await store.read_events(T, 0)
               if e["type"] == "data-user-message"]
     assert echoes == [OLD_SIGNAL, pending]
+
+
+async def write_at_schema_3(
+    store: Any, path: Path, statements: list[tuple[str, tuple[Any, ...]]]
+) -> None:
+    """Make ``store`` (not opened yet) a store written by a version at schema 3, holding the
+    rows of ``statements``."""
+    if isinstance(store, SqliteStore):
+        with sqlite3.connect(path, isolation_level=None) as db:
+            for script in schema.MIGRATIONS[:3]:
+                db.executescript(script)
+            db.execute("PRAGMA user_version=3")
+            for sql, params in statements:
+                db.execute(sql, params)
+        path.chmod(0o600)  # as the store makes its files (a looser one is warned about)
+        return
+    import asyncpg
+
+    conn = await asyncpg.connect(store.url)
+    try:
+        for script in postgres_schema.MIGRATIONS[:3]:
+            await conn.execute(script)
+        await conn.execute("CREATE TABLE tui_agent_schema (version integer NOT NULL)")
+        await conn.execute("INSERT INTO tui_agent_schema(version) VALUES (3)")
+        for sql, params in statements:
+            await conn.execute(dollar_params(sql), *params)
+    finally:
+        await conn.close()
