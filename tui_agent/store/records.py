@@ -2,6 +2,11 @@
 PostgreSQL next): the rows it returns (pydantic, every time a timezone-aware UTC datetime) and
 the plain records it is given (``EventIn``, ``MessageIn``, ``SignalIn``). The contract they
 belong to is ``tui_agent.store.contract.Store``; ``tests/test_store_contract.py`` checks it.
+
+A message is stored once: the history message and the echo of a signal are references to the
+signal's row (``signal_message``, ``signal_echo``), and the readers here (``message_record``,
+``event_chunk``, ``taken_signal``) give them back whole, the model message rendered from the
+signal's data (``model_message_of``). ``tests/test_store_once.py`` checks both stores.
 """
 
 from __future__ import annotations
