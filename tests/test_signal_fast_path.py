@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -23,6 +23,7 @@ from tui_agent.agent.router import is_plain_text, plain_signal_in, signal_in, si
 from tui_agent.errors import SignalError
 from tui_agent.signals.data import (
     NAME_PATTERN,
+    PlainText,
     Signal,
     build_signal,
     normalize_message,
@@ -40,6 +41,7 @@ TRICKY = st.sampled_from(
      "\u2028", "\u2029", "é", "😀", "\ud800", "<!--", "<?", "< x", "x<=3", "\x7f", "\ufeff"]
 )
 TEXT = st.one_of(st.text(), st.lists(st.one_of(TRICKY, st.text(max_size=5))).map("".join))
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 TIMES = st.datetimes(min_value=datetime(1, 1, 2), timezones=st.just(UTC))
 
 
@@ -92,6 +94,17 @@ def test_a_fast_id_is_a_fresh_time_ordered_uuid() -> None:
     assert len(set(ids)) == 1000
     assert all(uuid.UUID(i).version == 7 and uuid.UUID(i).hex == i for i in ids)
     assert [i[:12] for i in ids] == sorted(i[:12] for i in ids)  # time prefix never goes back
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(min_value=0, max_value=253_402_300_799_999_999_999)  # 1970 to 9999
+       | st.integers(min_value=0, max_value=253_402_300_799).map(lambda s: s * 1_000_000_000))
+def test_a_sent_text_writes_its_time_as_pydantic_does(time_ns: int) -> None:
+    sent = PlainText("0" * 32, "text", time_ns)
+    signal = sent.signal()
+    assert signal.created_at == EPOCH + timedelta(microseconds=time_ns // 1000)
+    assert sent.created_json == signal.model_dump(mode="json")["created_at"]
+    assert plain_signal_in(signal).data_json == signal_in(signal, {}).data_json
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC
 from functools import partial
 from json import encoder as json_encoder
 from typing import TYPE_CHECKING, Any
@@ -179,7 +179,7 @@ def _route_now(
     assert target.resource_id is not None and target.thread_id is not None
     agent.runtime.track(receipt.accepted)  # close() waits for it, as for a routing task
     if type(sent) is PlainText and not active.attributes and not idle.attributes:
-        when_active = when_idle = plain_text_in(sent.id, "user", sent.text, sent.created_at)
+        when_active = when_idle = plain_text_in(sent.id, "user", sent.text, sent.created_json)
     else:
         signal = receipt.signal
         when_active = signal_in(signal, active.attributes)
@@ -375,13 +375,13 @@ def plain_signal_in(signal: Signal) -> SignalIn:
     store the same rows and give the model the same message."""
     text = signal.contents
     assert isinstance(text, str) and signal.tag_name is not None
-    return plain_text_in(signal.id, signal.tag_name, text, signal.created_at)
+    created = signal.created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
+    return plain_text_in(signal.id, signal.tag_name, text, created)
 
 
-def plain_text_in(signal_id: str, tag_name: str, text: str, created_at: datetime) -> SignalIn:
+def plain_text_in(signal_id: str, tag_name: str, text: str, created: str) -> SignalIn:
     """:func:`plain_signal_in` from the fields of a plain text message (a ``PlainText`` sent
-    needs no Signal for it). ``created_at`` is in UTC."""
-    created = created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
+    needs no Signal for it), ``created`` its time as pydantic writes it in JSON."""
     data_json = (
         f'{{"id":{_json_str(signal_id)},"type":"user","tag_name":{_json_str(tag_name)},'
         f'"contents":{_json_str(text)},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
