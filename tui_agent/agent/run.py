@@ -23,7 +23,7 @@ import json
 import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tui_agent._util import call_off_loop, dump_if_model, why_unstorable
@@ -862,7 +862,9 @@ def _merge_text_deltas(events: list[EventIn]) -> list[EventIn]:
         if last is not None and last.type == event.type == TEXT_DELTA:
             last.payload = {"text": last.payload["text"] + event.payload["text"]}
         else:
-            merged.append(replace(event))  # a copy: merging must not change the caller's
+            merged.append(EventIn(  # a copy: merging must not change the caller's
+                event.type, event.payload, event.run_id, event.source, event.signal_id,
+                event.message_id))
     return merged
 
 
