@@ -6,9 +6,12 @@ run, persist, discard — is taken inside one store transaction, so it holds acr
 A send to a named thread queues its decision at once, with no task of its own: a burst of sends
 shares the store's next group commit, and each receipt resolves once its signal is committed,
 all of a group's receipts in one pass of the store's writer (tests/test_group_commit.py). A
-plain text message (the common send) is built and rendered without pydantic and its stored JSON
-encoded once; tests/test_signal_fast_path.py proves it gives exactly the general path's
-signal, model message and stored rows.
+plain text message (the common send) is routed as its text, id and time (``PlainText``): its
+Signal is built only if ``receipt.signal`` is asked for, and what is stored is its data's JSON,
+written here without pydantic or a JSON encoder; tests/test_signal_fast_path.py proves it gives
+exactly the general path's signal, model message and stored rows. The store keeps the data
+only (the model message is rendered from it when read: a message is stored once,
+tests/test_store_once.py).
 
 It lives above the agent (it spawns and starts runs through the agent's
 :class:`~tui_agent.agent.runtime.ThreadRuntime`); ``tui_agent.signals`` holds only the signal data
@@ -71,11 +74,9 @@ class SignalReceipt:
 
     @property
     def signal(self) -> Signal:
-        sent = self.sent
-        if type(sent) is PlainText:
-            sent = self.sent = sent.signal()
-        assert isinstance(sent, Signal)
-        return sent
+        if isinstance(self.sent, PlainText):
+            self.sent = self.sent.signal()  # built once, when first asked for
+        return self.sent
 
     def __repr__(self) -> str:
         return f"SignalReceipt(signal={self.signal!r}, accepted={self.accepted!r})"
@@ -159,7 +160,7 @@ def _send_in_process(
 
 
 def _signal_of(sent: Signal | PlainText) -> Signal:
-    return sent.signal() if type(sent) is PlainText else sent  # type: ignore[union-attr]
+    return sent.signal() if isinstance(sent, PlainText) else sent
 
 
 def _route_now(
