@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sqlite3
@@ -34,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from helpers.signal_peer import Peer
+from helpers.sql import messages_sync
 from openai_server import FakeOpenAIServer
 from pydantic import BaseModel
 
@@ -75,14 +75,14 @@ def wait_for(condition: Callable[[], bool], what: str, guard: float = GUARD_S) -
 def tally(fault: str, db: str, sent: list[str], usable_s: float, note: str = "") -> Row:
     """Count the sent texts in the thread's history: stored (once or more), duplicated, and
     answered (an assistant message comes after it)."""
-    history = rows(db, "SELECT seq, role, content FROM messages WHERE thread_id=? ORDER BY seq",
-                   (T,))
-    users = Counter(json.loads(c) for _, role, c in history if role == "user")
+    # Read through the store: a sent message's text is stored once, in its signal's row.
+    history = [(m.seq, m.role, m.content) for m in messages_sync(db, T)]
+    users = Counter(c for _, role, c in history if role == "user")
     last_answer = max((seq for seq, role, _ in history if role == "assistant"), default=-1)
     first_seq: dict[str, int] = {}
     for seq, role, content in history:
         if role == "user":
-            first_seq.setdefault(json.loads(content), seq)
+            first_seq.setdefault(content, seq)
     stored = sum(1 for text in sent if users[text] > 0)
     duplicated = sum(users[text] - 1 for text in sent if users[text] > 1)
     # answered: an assistant message comes after it (the run it reached, or a later one, saw it)

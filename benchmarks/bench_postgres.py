@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import pg_server
 from helpers.signal_peer import Peer
-from helpers.sql import dollar_params
+from helpers.sql import dollar_params, messages_sync
 
 from tui_agent import Agent, Memory
 from tui_agent.store import open_store
@@ -128,8 +128,8 @@ def wake_race(where: str, racers: int, rounds: int) -> tuple[int, set[int], int,
     finally:
         for peer in peers:
             peer.close()
-    stored = {row[0] for row in query(where, "SELECT content FROM messages WHERE role='user'")}
-    stored_texts = {text.strip('"') for text in stored}
+    # Read through the store: a sent message's text is stored once, in its signal's row.
+    stored_texts = {m.content for m in messages_sync(where) if m.role == "user"}
     expected = {f"r{r}-p{i}" for r in range(rounds) for i in range(racers)}
     lost = len(expected - (stored_texts & seen_by_model))
     return sum(w == 1 for w in wakes), set(wakes), lost, elapsed / rounds

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import sqlite3
 import subprocess
@@ -32,6 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from helpers.signal_peer import Peer
+from helpers.sql import messages_sync
 
 from tui_agent import Agent, Memory, SqliteStore
 from tui_agent.store.changes import IDLE_S as POLL_S
@@ -250,9 +250,8 @@ def _lost_messages(db: str, peers: list[Peer], racers: int, rounds: int) -> int:
         for event in peer.seen:
             if event["ev"] == "model-call":
                 seen_by_model.update(event["users"])
-    with sqlite3.connect(db) as conn:
-        stored = {json.loads(c) for (c,) in conn.execute(
-            "SELECT content FROM messages WHERE role='user'")}
+    # Read through the store: a sent message's text is stored once, in its signal's row.
+    stored = {m.content for m in messages_sync(db) if m.role == "user"}
     expected = {f"r{r}-p{i}" for r in range(rounds) for i in range(racers)}
     return len(expected - (stored & seen_by_model))
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from helpers.sql import messages_sync
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTED = f"{ROOT / 'tests' / 'helpers' / 'cli_agents.py'}:scripted"
@@ -107,9 +107,9 @@ def db(tmp_path: Path) -> str:
 
 
 def stored_messages(db: str) -> list[tuple[str, Any, dict[str, Any]]]:
-    with sqlite3.connect(db) as connection:
-        rows = connection.execute("SELECT role, content, metadata FROM messages ORDER BY seq")
-        return [(r, json.loads(c), json.loads(m or "{}")) for r, c, m in rows]
+    """Every thread's messages as the store reads them back (a signal's text is stored once,
+    in the signal's row), in the order they were stored."""
+    return [(m.role, m.content, m.metadata) for m in messages_sync(db)]
 
 
 # -- send --------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from helpers.sql import rows as store_rows
 from tui_agent import Agent, Memory
 from tui_agent.notifications.dispatcher import dispatch_due, ensure_dispatcher
 from tui_agent.store import open_store
+from tui_agent.store.records import stored_message
 from tui_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.both_stores
@@ -56,7 +57,9 @@ async def routed(memory: Any, thread_id: str = T) -> list[dict[str, Any]]:
     rows = await store_rows(
         memory.store, "SELECT message, data FROM signals WHERE thread_id=? ORDER BY seq", thread_id
     )
-    return [{"content": json.loads(m)["content"], **json.loads(d)} for m, d in rows]
+    # A routed signal's model message is rendered from its data when read (stored once).
+    return [{"content": stored_message(m, json.loads(d))["content"], **json.loads(d)}
+            for m, d in rows]
 
 
 def note(source: str = "github", priority: str = "medium", **extra: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from tui_agent import Memory, SqliteStore
 from tui_agent.errors import StoreError
 from tui_agent.models.base import ModelRequest
 from tui_agent.store import txn
-from tui_agent.store.codec import new_id
+from tui_agent.store.codec import loads, new_id
 from tui_agent.store.records import EventIn, SignalIn
 from tui_agent.testing import ScriptedModel
 
@@ -237,7 +237,7 @@ def test_a_batch_that_fails_is_replayed_one_by_one_in_savepoints(tmp_path: Path)
         outcomes = txn.in_group(conn, [(txn.route_signal, c) for c in calls])
         assert [o.error is None for o in outcomes] == [True, False, True]
         contents = [row[0] for row in conn.execute("SELECT message FROM signals ORDER BY seq")]
-        assert [txn.loads(c)["content"] for c in contents] == ["taken", "a", "b"]
+        assert [loads(c)["content"] for c in contents] == ["taken", "a", "b"]
     finally:
         conn.close()
 

@@ -13,6 +13,7 @@ from helpers.sql import rows as store_rows
 from tui_agent import Agent
 from tui_agent.errors import ConfigError, SignalError, StoreError
 from tui_agent.notifications import default_decision
+from tui_agent.store.records import stored_message
 from tui_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.both_stores
@@ -53,9 +54,10 @@ async def make_active(memory: Any) -> str:
 
 async def pending_signal_messages(memory: Any) -> list[str]:
     rows = await store_rows(
-        memory.store, "SELECT message FROM signals WHERE thread_id=? ORDER BY seq", T
+        memory.store, "SELECT message, data FROM signals WHERE thread_id=? ORDER BY seq", T
     )
-    return [json.loads(row[0])["content"] for row in rows]
+    # A routed signal's model message is rendered from its data when read (stored once).
+    return [stored_message(m, json.loads(d))["content"] for m, d in rows]
 
 
 def gh(summary: str = "CI failed on main", **extra: Any) -> dict[str, Any]:

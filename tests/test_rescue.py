@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from helpers.signal_peer import Peer
+from helpers.sql import messages_sync
 
 R, T = "res-r", "thread-r"
 THREAD = {"resource_id": R, "thread_id": T}
@@ -64,8 +65,7 @@ def finished_runs(db: str, other_than: str) -> list[str]:
 
 
 def history(db: str) -> list[tuple[str, str]]:
-    found = rows(db, "SELECT role, content FROM messages WHERE thread_id=? ORDER BY seq", (T,))
-    return [(role, content.strip('"')) for role, content in found]
+    return [(m.role, m.content) for m in messages_sync(db, T)]
 
 
 def test_messages_pending_for_a_killed_owner_are_answered_with_no_further_send(

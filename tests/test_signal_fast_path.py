@@ -10,8 +10,9 @@ and byte-identical stored rows.
 
 from __future__ import annotations
 
+import os
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from tui_agent.agent.router import is_plain_text, plain_signal_in, signal_in, si
 from tui_agent.errors import SignalError
 from tui_agent.signals.data import (
     NAME_PATTERN,
+    PlainText,
     Signal,
     build_signal,
     normalize_message,
@@ -31,7 +33,7 @@ from tui_agent.signals.elements import to_model_message
 from tui_agent.signals.limits import InputLimits, input_limits, set_input_limits
 from tui_agent.store import txn
 from tui_agent.store.codec import dumps
-from tui_agent.store.records import SignalIn
+from tui_agent.store.records import SignalIn, model_message_of
 
 # Text the renderer and the JSON encoder treat specially, mixed with anything at all.
 TRICKY = st.sampled_from(
@@ -39,6 +41,7 @@ TRICKY = st.sampled_from(
      "\u2028", "\u2029", "é", "😀", "\ud800", "<!--", "<?", "< x", "x<=3", "\x7f", "\ufeff"]
 )
 TEXT = st.one_of(st.text(), st.lists(st.one_of(TRICKY, st.text(max_size=5))).map("".join))
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 TIMES = st.datetimes(min_value=datetime(1, 1, 2), timezones=st.just(UTC))
 
 
@@ -93,8 +96,39 @@ def test_a_fast_id_is_a_fresh_time_ordered_uuid() -> None:
     assert [i[:12] for i in ids] == sorted(i[:12] for i in ids)  # time prefix never goes back
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.integers(min_value=0, max_value=253_402_300_799_999_999_999)  # 1970 to 9999
+       | st.integers(min_value=0, max_value=253_402_300_799).map(lambda s: s * 1_000_000_000))
+def test_a_sent_text_writes_its_time_as_pydantic_does(time_ns: int) -> None:
+    sent = PlainText("0" * 32, "text", time_ns)
+    signal = sent.signal()
+    assert signal.created_at == EPOCH + timedelta(microseconds=time_ns // 1000)
+    assert sent.created_json == signal.model_dump(mode="json")["created_at"]
+    assert plain_signal_in(signal).data_json == signal_in(signal, {}).data_json
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_draws_other_random_bits_than_its_parent() -> None:
+    """Ids take their random bits from a pool read ahead: a forked child must not reuse the
+    parent's (two processes sending in the same millisecond would collide)."""
+    plain_message("fill the pool")
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: report its next ids' random bits, and leave at once
+        os.write(write, ",".join(plain_message("x").id[12:] for _ in range(5)).encode())
+        os._exit(0)
+    os.close(write)
+    mine = {plain_message("x").id[12:] for _ in range(5)}
+    with os.fdopen(read) as pipe:
+        theirs = set(pipe.read().split(","))
+    os.waitpid(child, 0)
+    assert len(theirs) == 5 and not mine & theirs
+
+
 def stored_row(signal: SignalIn) -> tuple[Any, ...]:
-    return txn.signal_row("thread", "resource", signal, "pending", "run", 1.5)
+    spilled: list[tuple[str, str]] = []
+    row = txn.signal_row("thread", "resource", signal, "pending", "run", 1.5, spilled)
+    return row, spilled
 
 
 def assert_same_stored_form(signal: Signal) -> None:
@@ -104,7 +138,9 @@ def assert_same_stored_form(signal: Signal) -> None:
         general.id, general.type, general.message, general.data)
     assert fast.message == to_model_message(signal, {})
     assert fast.data == signal.model_dump(mode="json")
-    assert (fast.message_json, fast.data_json) == (dumps(general.message), dumps(general.data))
+    assert fast.data_json == dumps(general.data)
+    assert fast.derived_message and general.derived_message  # stored once, as the data
+    assert model_message_of(fast.data) == fast.message  # what a reader renders from it
     assert stored_row(fast) == stored_row(general)  # the bytes the store writes
     assert signal_in(signal, {}).data_json == fast.data_json  # the router takes the fast path
 
@@ -136,9 +172,37 @@ def test_anything_but_plain_text_takes_the_general_path(fields: dict[str, Any]) 
     signal = Signal(**({"type": "user", "contents": "x"} | fields))
     assert not is_plain_text(signal)
     routed = signal_in(signal, {})
-    assert routed.message_json is None and routed.data_json is None
+    assert routed.data_json is None
+    assert model_message_of(routed.data) == routed.message  # a reader renders the same
     assert (routed.message, routed.data) == (to_model_message(signal, {}),
                                              signal.model_dump(mode="json") | {
                                                  "attributes": signal.attributes})
     branch = signal_in(general_message("x"), {"mood": "calm"})  # branch attributes: general
-    assert branch.message_json is None and "mood" in branch.message["content"]
+    assert branch.data_json is None and "mood" in branch.message["content"]
+    assert model_message_of(branch.data) == branch.message
+
+
+async def test_a_sent_text_gets_its_signal_when_asked_with_the_stored_id_and_time(
+    tmp_path: Any,
+) -> None:
+    """A plain text send routes without building its Signal (``PlainText``); the receipt's
+    signal, built on first use, is the one validation builds, with the id and time stored."""
+    from tui_agent import Agent, Memory, SqliteStore
+    from tui_agent.testing import ScriptedModel
+
+    store = SqliteStore(tmp_path / "lazy.sqlite")
+    agent = Agent(name="lazy", instructions="x", model=ScriptedModel(replies=["ok"]),
+                  memory=Memory(store=store))
+    try:
+        receipt = agent.send_message("hi <there>", resource_id="r", thread_id="t",
+                                     if_idle={"behavior": "persist"})
+        assert (await receipt.accepted)["action"] == "persist"
+        signal = receipt.signal
+        assert receipt.signal is signal  # built once
+        assert aligned(general_message("hi <there>"), signal) == signal
+        [stored] = await store.list_messages("t")
+        assert stored.metadata["signal"] == signal.model_dump(mode="json")
+        assert stored.content == to_model_message(signal, {})["content"]
+    finally:
+        await agent.close()
+        await store.close()

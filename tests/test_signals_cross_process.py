@@ -19,7 +19,7 @@ from typing import Any
 import pg_server
 import pytest
 from helpers.signal_peer import Peer
-from helpers.sql import dollar_params
+from helpers.sql import dollar_params, messages_sync
 
 R, T = "res-x", "thread-x"
 THREAD = {"resource_id": R, "thread_id": T}
@@ -119,8 +119,8 @@ def test_wake_race_has_one_winner_whose_first_call_has_every_message(
     assert call["users"] == arrival  # arrival order, each its own message
     assert not any(e["ev"] == "model-call" for p in peers for e in p.seen if p is not winner)
     assert rows(db, "SELECT COUNT(*), MIN(status) FROM runs") == [(1, "finished")]
-    stored = rows(db, "SELECT content, run_id FROM messages WHERE role='user'")
-    assert sorted(stored) == sorted((f'"from p{i}"', won["run_id"]) for i in range(racers))
+    stored = [(m.content, m.run_id) for m in messages_sync(db, T) if m.role == "user"]
+    assert sorted(stored) == sorted((f"from p{i}", won["run_id"]) for i in range(racers))
 
 
 # -- delivery from another process ---------------------------------------------------------------

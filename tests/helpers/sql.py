@@ -29,3 +29,24 @@ def rows_sync(store: Any, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
     import pg_server
 
     return pg_server.run_sync(pg_server.fetch(store.url, dollar_params(sql), *params))
+
+
+def messages_sync(location: str, thread_id: str | None = None) -> list[Any]:
+    """The messages of a thread (None: of every thread) as the store reads them back
+    (``MessageRecord``s, in the order they were stored), from plain code. A signal's message
+    refers to the signal's row (its text is stored once, issue 11): its ``content`` column
+    alone does not hold the text."""
+    import pg_server
+
+    from tui_agent.store import open_store
+
+    async def read() -> list[Any]:
+        store = open_store(location)
+        try:
+            threads = [thread_id] if thread_id else [t.id for t in await store.list_threads()]
+            found = [m for t in threads for m in await store.list_messages(t, limit=1 << 30)]
+            return sorted(found, key=lambda m: m.seq)
+        finally:
+            await store.close()
+
+    return pg_server.run_sync(read())

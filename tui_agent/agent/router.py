@@ -6,9 +6,12 @@ run, persist, discard — is taken inside one store transaction, so it holds acr
 A send to a named thread queues its decision at once, with no task of its own: a burst of sends
 shares the store's next group commit, and each receipt resolves once its signal is committed,
 all of a group's receipts in one pass of the store's writer (tests/test_group_commit.py). A
-plain text message (the common send) is built and rendered without pydantic and its stored JSON
-encoded once; tests/test_signal_fast_path.py proves it gives exactly the general path's
-signal, model message and stored rows.
+plain text message (the common send) is routed as its text, id and time (``PlainText``): its
+Signal is built only if ``receipt.signal`` is asked for, and what is stored is its data's JSON,
+written here without pydantic or a JSON encoder; tests/test_signal_fast_path.py proves it gives
+exactly the general path's signal, model message and stored rows. The store keeps the data
+only (the model message is rendered from it when read: a message is stored once,
+tests/test_store_once.py).
 
 It lives above the agent (it spawns and starts runs through the agent's
 :class:`~tui_agent.agent.runtime.ThreadRuntime`); ``tui_agent.signals`` holds only the signal data
@@ -29,6 +32,7 @@ from tui_agent.errors import ConfigError, SignalError
 from tui_agent.signals.data import (
     IfActive,
     IfIdle,
+    PlainText,
     Signal,
     Target,
     normalize_message,
@@ -37,7 +41,7 @@ from tui_agent.signals.data import (
     parse_if_idle,
     parse_target,
 )
-from tui_agent.signals.elements import merge_attributes, neutralize_markup, to_model_message
+from tui_agent.signals.elements import merge_attributes, to_model_message
 from tui_agent.store.records import RouteResult, SignalIn
 
 # json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
@@ -55,9 +59,10 @@ _DEFAULT_ACTIVE, _DEFAULT_IDLE = parse_if_active(None), parse_if_idle(None)
 class SignalReceipt:
     """What ``send_*`` returns at once. ``await receipt.accepted`` gives the routing decision:
     ``{"action": "wake", "run_id", "output"}``, ``{"action": "deliver", "run_id"}``,
-    ``{"action": "persist"}`` or ``{"action": "discard"}``."""
+    ``{"action": "persist"}`` or ``{"action": "discard"}``. ``receipt.signal`` is the Signal
+    sent (a plain text message's is built when first asked for: see ``PlainText``)."""
 
-    signal: Signal
+    sent: Signal | PlainText = field(repr=False)
     accepted: asyncio.Future[dict[str, Any]]
     #: Resolves once the signal is stored; made when a branch of the send may persist.
     persist_future: asyncio.Future[None] | None = field(default=None, repr=False)
@@ -66,6 +71,15 @@ class SignalReceipt:
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     #: The action routing took, once it is known.
     action: str | None = field(default=None, repr=False)
+
+    @property
+    def signal(self) -> Signal:
+        if isinstance(self.sent, PlainText):
+            self.sent = self.sent.signal()  # built once, when first asked for
+        return self.sent
+
+    def __repr__(self) -> str:
+        return f"SignalReceipt(signal={self.signal!r}, accepted={self.accepted!r})"
 
     @property
     def persisted(self) -> asyncio.Future[None] | None:
@@ -89,7 +103,11 @@ def send(
     if_active: Any = None,
     if_idle: Any = None,
 ) -> SignalReceipt:
-    signal = normalize_signal(message) if kind == "signal" else normalize_message(message)
+    sent: Signal | PlainText
+    if kind != "signal" and type(message) is str:  # most of what is sent: its Signal can wait
+        sent = PlainText.of(message)
+    else:
+        sent = normalize_signal(message) if kind == "signal" else normalize_message(message)
     target = parse_target(run_id, resource_id, thread_id)
     active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)
     idle = _DEFAULT_IDLE if if_idle is None else parse_if_idle(if_idle)
@@ -97,14 +115,15 @@ def send(
         defaults = agent.default_options if isinstance(agent.default_options, dict) else {}
         parse_run_options(idle.stream_options, defaults, agent.hooks)
     if agent.memory is None:
-        return _send_in_process(agent, signal, target, active, kind == "queue")
+        return _send_in_process(agent, _signal_of(sent), target, active, kind == "queue")
     loop = asyncio.get_running_loop()
-    receipt = SignalReceipt(signal, loop.create_future())
+    receipt = SignalReceipt(sent, loop.create_future())
     if active.behavior == "persist" or idle.behavior == "persist":
         receipt.persist_future = loop.create_future()
     if target.thread_id is not None:
-        _route_now(agent, signal, target, active, idle, kind == "queue", receipt)
+        _route_now(agent, sent, target, active, idle, kind == "queue", receipt)
         return receipt
+    signal = receipt.signal
     receipt.task = agent.runtime.spawn(
         _route(agent, signal, target, active, idle, kind == "queue", receipt),
         name=f"route signal {signal.id}",
@@ -140,9 +159,13 @@ def _send_in_process(
     return SignalReceipt(signal, accepted)
 
 
+def _signal_of(sent: Signal | PlainText) -> Signal:
+    return sent.signal() if isinstance(sent, PlainText) else sent
+
+
 def _route_now(
     agent: Agent,
-    signal: Signal,
+    sent: Signal | PlainText,
     target: Target,
     active: IfActive,
     idle: IfIdle,
@@ -156,7 +179,12 @@ def _route_now(
     assert agent.memory is not None
     assert target.resource_id is not None and target.thread_id is not None
     agent.runtime.track(receipt.accepted)  # close() waits for it, as for a routing task
-    when_active = signal_in(signal, active.attributes)
+    if type(sent) is PlainText and not active.attributes and not idle.attributes:
+        when_active = when_idle = plain_text_in(sent.id, "user", sent.text, sent.created_json)
+    else:
+        signal = receipt.signal
+        when_active = signal_in(signal, active.attributes)
+        when_idle = _idle_form(signal, active, idle, when_active)
     agent.memory.store.route_signal_then(  # keywords spelled out: no dict per signal
         partial(_on_routed, agent, target, idle, receipt),
         target.thread_id,
@@ -168,7 +196,7 @@ def _route_now(
         owner=agent.runtime.owner,
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
-        echo_when_idle=_idle_form(signal, active, idle, when_active),
+        echo_when_idle=when_idle,
     )
 
 
@@ -191,7 +219,7 @@ def _on_routed(
         assert target.resource_id is not None and target.thread_id is not None
         agent.runtime.spawn(
             _route_woken(agent, target.resource_id, target.thread_id, result, idle, receipt),
-            name=f"wake for signal {receipt.signal.id}",
+            name=f"wake for signal {receipt.sent.id}",
         )
     except Exception as failure:
         _fail_receipt(receipt, failure)
@@ -325,7 +353,8 @@ def signal_in_general(signal: Signal, branch_attributes: dict[str, Any]) -> Sign
     against)."""
     data = signal.model_dump(mode="json")
     data["attributes"] = merge_attributes(signal.attributes, branch_attributes)
-    return SignalIn(signal.id, signal.type, to_model_message(signal, branch_attributes), data)
+    message = to_model_message(signal, branch_attributes)
+    return SignalIn(signal.id, signal.type, message, data, derived_message=True)
 
 
 def is_plain_text(signal: Signal) -> bool:
@@ -342,27 +371,26 @@ def is_plain_text(signal: Signal) -> bool:
 
 def plain_signal_in(signal: Signal) -> SignalIn:
     """:func:`signal_in_general` for a plain text message, without pydantic's dump or a
-    JSON encoder: the same message and data, and their JSON built once here (the text is encoded
-    once when neutralising leaves it as it is). tests/test_signal_fast_path.py proves both
-    paths store the same rows and give the model the same message."""
+    JSON encoder: the same message and data, and the data's JSON built here (the store writes
+    it as it is; the text is encoded once). tests/test_signal_fast_path.py proves both paths
+    store the same rows and give the model the same message."""
     text = signal.contents
-    assert isinstance(text, str)
-    content = neutralize_markup(text) if "<" in text else text  # only a "<" is ever rewritten
-    encoded = _json_str(text)
-    encoded_content = encoded if content is text or content == text else _json_str(content)
+    assert isinstance(text, str) and signal.tag_name is not None
     created = signal.created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
-    data = {
-        "id": signal.id, "type": "user", "tag_name": signal.tag_name, "contents": text,
-        "attributes": {}, "metadata": {}, "provider_options": {}, "created_at": created,
-    }
+    return plain_text_in(signal.id, signal.tag_name, text, created)
+
+
+def plain_text_in(signal_id: str, tag_name: str, text: str, created: str) -> SignalIn:
+    """:func:`plain_signal_in` from the fields of a plain text message (a ``PlainText`` sent
+    needs no Signal for it), ``created`` its time as pydantic writes it in JSON."""
     data_json = (
-        f'{{"id":{_json_str(signal.id)},"type":"user","tag_name":{_json_str(signal.tag_name)},'
-        f'"contents":{encoded},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
+        f'{{"id":{_json_str(signal_id)},"type":"user","tag_name":{_json_str(tag_name)},'
+        f'"contents":{_json_str(text)},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
         f'"created_at":"{created}"}}'
     )
-    message_json = f'{{"role":"user","content":{encoded_content}}}'
-    return SignalIn(signal.id, "user", {"role": "user", "content": content}, data,
-                    message_json, data_json)
+    # Only the JSON: the store writes it as it is, and renders the model message from it when
+    # read. Its data and message are made from it if someone asks (the memoryless path).
+    return SignalIn(signal_id, "user", None, None, data_json, derived_message=True)
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:

@@ -168,10 +168,18 @@ class Run:
 
     # -- chunks -------------------------------------------------------------------------------
 
-    def emit(self, type_: ChunkType, payload: dict[str, Any], source: Source = FROM_AGENT) -> None:
+    def emit(
+        self,
+        type_: ChunkType,
+        payload: dict[str, Any],
+        source: Source = FROM_AGENT,
+        stored: EventIn | None = None,
+    ) -> None:
+        """Push a chunk to the run's output and log it (as ``stored``, if given: a form that
+        refers to a stored message instead of copying its text)."""
         self.output.push({"type": type_, "run_id": self.run_id, "from": source, "payload": payload})
         if self.memory is not None:
-            self._log.append(EventIn(type_, payload, self.run_id, source))
+            self._log.append(stored or EventIn(type_, payload, self.run_id, source))
             if self._flusher is None or self._flusher.done():
                 self._flush_waiting = True
                 self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
@@ -281,10 +289,21 @@ class Run:
                     DATA_USER_MESSAGE,
                     {"id": message.id, "type": "user", "contents": m["content"]},
                     FROM_USER,
+                    self._input_echo(message, m["content"]),
                 )
             await self._flush(stored)
             self.messages.extend(model_inputs)
         await self._take_signals()
+
+    def _input_echo(self, message: MessageIn, contents: Any) -> EventIn | None:
+        """The stored echo of a user input: it refers to the input's stored message (stored in
+        the same transaction) for its contents when they are the message's content, so the
+        text is stored once (tests/test_store_once.py); None (a copy) when neutralising
+        changed them."""
+        if message.content is not contents and message.content != contents:
+            return None
+        payload = {"id": message.id, "type": "user"}
+        return EventIn(DATA_USER_MESSAGE, payload, self.run_id, FROM_USER, message_id=message.id)
 
     async def _take_signals(self, messages: list[MessageIn] | None = None) -> list[str]:
         """Store what the step produced and take the pending signals, in one transaction.
@@ -843,7 +862,9 @@ def _merge_text_deltas(events: list[EventIn]) -> list[EventIn]:
         if last is not None and last.type == event.type == TEXT_DELTA:
             last.payload = {"text": last.payload["text"] + event.payload["text"]}
         else:
-            merged.append(EventIn(event.type, event.payload, event.run_id, event.source))
+            merged.append(EventIn(  # a copy: merging must not change the caller's
+                event.type, event.payload, event.run_id, event.source, event.signal_id,
+                event.message_id))
     return merged
 
 

@@ -192,9 +192,12 @@ class ThreadRuntime:
         loop if they are not running there (agents with memory only)."""
         if self.agent.memory is None:
             return
-        ensure_dispatcher(self.agent)
         loop = asyncio.get_running_loop()
-        rescuer = self._rescuer
+        rescuer, dispatcher = self._rescuer, self.dispatcher
+        if (rescuer is not None and dispatcher is not None and not rescuer.done()
+                and rescuer.get_loop() is loop and dispatcher.running_in(loop)):
+            return  # both run here already: the common case (every routing decision asks)
+        ensure_dispatcher(self.agent)
         if rescuer is None or rescuer.done() or rescuer.get_loop() is not loop:
             self._rescuer = loop.create_task(self._rescue_forever(), name="tui-agent rescuer")
 

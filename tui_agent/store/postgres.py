@@ -48,6 +48,7 @@ from tui_agent.store.records import (
     SignalIn,
     ThreadRecord,
     event_chunk,
+    message_record,
     to_datetime,
 )
 
@@ -73,7 +74,12 @@ _RUN_COLUMNS = (
     "id, thread_id, resource_id, agent_id, owner, status, start_seq, finish_reason, error,"
     " scores, started_at, ended_at"
 )
-_MESSAGE_COLUMNS = "seq, id, thread_id, resource_id, role, content, run_id, metadata, created_at"
+# A message row, with the data and model message of the signal it refers to (NULL for any
+# other message): see records.message_record.
+_MESSAGE_COLUMNS = (
+    "m.seq, m.id, m.thread_id, m.resource_id, m.role, m.content, m.run_id, m.metadata,"
+    " m.created_at, s.data, s.message FROM messages m LEFT JOIN signals s ON s.id=m.signal_id"
+)
 _THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
 
 
@@ -315,24 +321,27 @@ class PostgresStore(PostgresInbox):
     ) -> list[MessageRecord]:
         if before is None:
             rows = await self.fetchall(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE thread_id=$1"
-                " ORDER BY seq DESC LIMIT $2",
+                f"SELECT {_MESSAGE_COLUMNS} WHERE m.thread_id=$1 ORDER BY m.seq DESC LIMIT $2",
                 thread_id, limit,
             )
         else:
             rows = await self.fetchall(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE thread_id=$1 AND seq <"
-                " (SELECT seq FROM messages WHERE id=$2) ORDER BY seq DESC LIMIT $3",
+                f"SELECT {_MESSAGE_COLUMNS} WHERE m.thread_id=$1 AND m.seq <"
+                " (SELECT seq FROM messages WHERE id=$2) ORDER BY m.seq DESC LIMIT $3",
                 thread_id, before, limit,
             )
-        return [_message(row) for row in reversed(rows)]
+        return [message_record(row) for row in reversed(rows)]
 
     async def read_events(
         self, thread_id: str, after_seq: int, limit: int = 1000
     ) -> list[dict[str, Any]]:
+        # A signal's echo refers to the signal's row: its payload is the row's data. A stored
+        # message's echo refers to the message: its contents are the message's content.
         rows = await self.fetchall(
-            "SELECT seq, run_id, type, source, payload, created_at FROM events"
-            " WHERE thread_id=$1 AND seq>$2 ORDER BY seq LIMIT $3",
+            "SELECT e.seq, e.run_id, e.type, e.source, COALESCE(s.data, e.payload),"
+            " e.created_at, m.content FROM events e LEFT JOIN signals s ON s.id=e.signal_id"
+            " LEFT JOIN messages m ON m.id=e.message_id"
+            " WHERE e.thread_id=$1 AND e.seq>$2 ORDER BY e.seq LIMIT $3",
             thread_id, after_seq, limit,
         )
         return [event_chunk(row) for row in rows]
@@ -568,8 +577,8 @@ class PostgresStore(PostgresInbox):
             with self._full_is_a_store_full_error():
                 run_id = await pool.fetchval(
                     "SELECT tui_agent_deliver_signal($1, $2, $3, $4, $5, $6, $7)",
-                    thread_id, signal.id, resource_id, signal.type, dumps(signal.message),
-                    dumps(signal.data), time.time(),
+                    thread_id, signal.id, resource_id, signal.type, txn.message_column(signal),
+                    signal.data_json or dumps(signal.data), time.time(),
                 )
         if run_id is not None:
             self._commits += 1
@@ -632,14 +641,6 @@ def _thread(row: Sequence[Any]) -> ThreadRecord:
     return ThreadRecord(
         id=row[0], resource_id=row[1], title=row[2], metadata=loads(row[3]) or {},
         created_at=to_datetime(row[4]), updated_at=to_datetime(row[5]),
-    )
-
-
-def _message(row: Sequence[Any]) -> MessageRecord:
-    return MessageRecord(
-        seq=row[0], id=row[1], thread_id=row[2], resource_id=row[3], role=row[4],
-        content=loads(row[5]), run_id=row[6], metadata=loads(row[7]) or {},
-        created_at=to_datetime(row[8]),
     )
 
 

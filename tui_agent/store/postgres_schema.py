@@ -226,6 +226,15 @@ MIGRATIONS: list[str] = [
     CREATE INDEX signals_waiting ON signals(status, thread_id)
         WHERE status IN ('pending', 'queued');
     """,
+    # 4: a message is stored once (as SQLite's 4): the history message and the echo of a
+    #    signal refer to its row by signal_id; its message column is 'null' when the model
+    #    message is rendered from the data. No side table: TOAST keeps a large data out of line
+    #    and an update of the row's status does not copy it.
+    """
+    ALTER TABLE messages ADD COLUMN signal_id text;
+    ALTER TABLE events ADD COLUMN signal_id text;
+    ALTER TABLE events ADD COLUMN message_id text;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

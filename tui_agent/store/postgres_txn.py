@@ -22,15 +22,16 @@ import time
 from typing import Any
 
 from tui_agent.errors import LeaseLostError, StoreError
-from tui_agent.events import echo_source, echo_type
-from tui_agent.store.codec import dumps, loads, new_id
+from tui_agent.store.codec import dumps, new_id
 from tui_agent.store.records import (
     EventIn,
     FinishOutcome,
     MessageIn,
     RouteResult,
     SignalIn,
+    signal_echo,
     signal_message,
+    taken_signal,
 )
 from tui_agent.store.txn import RESUME  # the resume marker's type, one spelling for both stores
 
@@ -95,16 +96,17 @@ async def append(
     if messages:
         await conn.executemany(
             "INSERT INTO messages(id, thread_id, resource_id, role, content, run_id, metadata,"
-            " created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+            " created_at, signal_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
             [(m.id, thread_id, resource_id, m.role, dumps(m.content), m.run_id,
-              dumps(m.metadata), now) for m in messages],
+              dumps(m.metadata), now, m.signal_id) for m in messages],
         )
         await conn.execute("UPDATE threads SET updated_at=$1 WHERE id=$2", now, thread_id)
     if events:
         await conn.executemany(
-            "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
-            " VALUES ($1,$2,$3,$4,$5,$6)",
-            [(thread_id, e.run_id, e.type, e.source, dumps(e.payload), now) for e in events],
+            "INSERT INTO events(thread_id, run_id, type, source, payload, created_at, signal_id,"
+            " message_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+            [(thread_id, e.run_id, e.type, e.source, dumps(e.payload), now, e.signal_id,
+              e.message_id) for e in events],
         )
 
 
@@ -370,9 +372,16 @@ async def insert_signal(
     await conn.execute(
         "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message, data,"
         " created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
-        signal.id, thread_id, resource_id, signal.type, status, run_id,
-        dumps(signal.message), dumps(signal.data), time.time(),
+        signal.id, thread_id, resource_id, signal.type, status, run_id, message_column(signal),
+        signal.data_json or dumps(signal.data), time.time(),
     )
+
+
+def message_column(signal: SignalIn) -> str:
+    """A signal row's ``message``: ``null`` for a derived model message, rendered from the data
+    when read, so the text is stored once (in the data: TOAST keeps a large one out of line,
+    and updating the row's status does not copy it)."""
+    return "null" if signal.derived_message else dumps(signal.message)
 
 
 async def persist(
@@ -381,11 +390,8 @@ async def persist(
     """Store the signal in history (no model call); on an idle thread, as a tiny run."""
     await insert_signal(conn, thread_id, resource_id, signal, "persisted", None)
     run_id = new_id() if tiny_run else None
-    message = signal_message(
-        {"id": signal.id, "type": signal.type, "message": signal.message, "data": signal.data},
-        run_id,
-    )
-    events = [EventIn(echo_type(signal.type), signal.data, run_id, echo_source(signal.type))]
+    message = signal_message(signal.id, signal.type, run_id)
+    events = [signal_echo(signal.id, signal.type, run_id)]
     if tiny_run:
         events.insert(0, EventIn("start", {"persisted": True}, run_id))
         events.append(EventIn("finish", {"finish_reason": "stop", "persisted": True}, run_id))
@@ -403,15 +409,15 @@ async def take_pending(
         status, run_id, time.time(), thread_id,
     )
     taken = [
-        {"id": sid, "type": type_, "message": loads(message), "data": loads(data)}
+        taken_signal(sid, type_, message, data)
         for _seq, sid, type_, message, data in sorted(rows, key=lambda row: row[0])
         if type_ != RESUME  # a marker: taken, nothing stored
     ]
-    if taken:
+    if taken:  # the message and the echo refer to the signal's row: its text is stored once
         await append(
-            conn, thread_id, resource_id, [signal_message(s, run_id) for s in taken],
-            [EventIn(echo_type(s["type"]), s["data"], run_id, echo_source(s["type"]))
-             for s in taken],
+            conn, thread_id, resource_id,
+            [signal_message(s["id"], s["type"], run_id) for s in taken],
+            [signal_echo(s["id"], s["type"], run_id) for s in taken],
         )
     return taken
 

@@ -2,6 +2,11 @@
 PostgreSQL next): the rows it returns (pydantic, every time a timezone-aware UTC datetime) and
 the plain records it is given (``EventIn``, ``MessageIn``, ``SignalIn``). The contract they
 belong to is ``tui_agent.store.contract.Store``; ``tests/test_store_contract.py`` checks it.
+
+A message is stored once: the history message and the echo of a signal are references to the
+signal's row (``signal_message``, ``signal_echo``), and the readers here (``message_record``,
+``event_chunk``, ``taken_signal``) give them back whole, the model message rendered from the
+signal's data (``model_message_of``). ``tests/test_store_once.py`` checks both stores.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tui_agent.events import echo_source, echo_type
+from tui_agent.signals.data import Signal
+from tui_agent.signals.elements import neutralize_markup, to_model_message
 from tui_agent.store.codec import loads, new_id
 
 
@@ -142,36 +150,80 @@ class NotificationRecord(Record):
 
 @dataclass(slots=True)
 class EventIn:
-    """An event to append to a thread's log. ``type`` is the chunk type a reader sees."""
+    """An event to append to a thread's log. ``type`` is the chunk type a reader sees.
+
+    ``signal_id`` makes it a signal's echo that refers to the stored signal: its payload is
+    not stored again, a reader gets the signal's data in its place. ``message_id`` makes it
+    the echo of a stored message (a ``generate()`` input): its payload is stored without
+    ``contents``, which a reader gets from that message's content (:func:`event_chunk`)."""
 
     type: str
     payload: Any = None
     run_id: str | None = None
     source: str = "AGENT"
+    signal_id: str | None = None
+    message_id: str | None = None
 
 
 @dataclass(slots=True)
 class MessageIn:
+    """A message to append. ``signal_id`` makes it the history entry of a stored signal: its
+    content and ``metadata["signal"]`` are not stored again, a reader renders them from the
+    signal's row (:func:`message_record`)."""
+
     role: str
     content: Any
     run_id: str | None = None
     id: str = field(default_factory=new_id)
     metadata: dict[str, Any] = field(default_factory=dict)
+    signal_id: str | None = None
 
 
-@dataclass(slots=True)
 class SignalIn:
     """A signal as routed: ``message`` is the model-facing message (already rendered with the
-    attributes of the branch taken); ``data`` is the signal itself, echoed to subscribers."""
+    attributes of the branch taken); ``data`` is the signal itself, echoed to subscribers.
 
-    id: str
-    type: str
-    message: dict[str, Any]
-    data: dict[str, Any]
-    #: ``dumps(message)`` and ``dumps(data)`` when the sender built them already (the plain-text
-    #: fast path of a burst): the writer's thread then stores them without encoding again.
-    message_json: str | None = None
-    data_json: str | None = None
+    ``data_json`` is ``dumps(data)`` when the sender built it already (the plain-text fast path
+    of a burst): the store writes it without encoding again, and ``data`` may then be left out
+    (None: it is parsed from the JSON if someone asks). ``derived_message`` says ``message`` is
+    what :func:`model_message_of` renders from ``data`` (the router's signals): the store keeps
+    only ``data`` and renders the message when it is read, so the text is stored once; such a
+    message may be left out too (rendered if asked for). Otherwise ``message`` is stored as
+    given."""
+
+    __slots__ = ("_data", "_message", "data_json", "derived_message", "id", "type")
+
+    def __init__(
+        self,
+        id: str,
+        type: str,
+        message: dict[str, Any] | None,
+        data: dict[str, Any] | None,
+        data_json: str | None = None,
+        derived_message: bool = False,
+    ) -> None:
+        if data is None and data_json is None:
+            raise ValueError("a SignalIn needs its data, or its data_json")
+        if message is None and not derived_message:
+            raise ValueError("a SignalIn needs its message unless it is derived from the data")
+        self.id, self.type, self.data_json, self.derived_message = (
+            id, type, data_json, derived_message)
+        self._message, self._data = message, data
+
+    @property
+    def data(self) -> dict[str, Any]:
+        if self._data is None:
+            self._data = loads(self.data_json)
+        return self._data
+
+    @property
+    def message(self) -> dict[str, Any]:
+        if self._message is None:
+            self._message = model_message_of(self.data)
+        return self._message
+
+    def __repr__(self) -> str:
+        return f"SignalIn(id={self.id!r}, type={self.type!r}, data={self.data!r})"
 
 
 @dataclass(slots=True)
@@ -186,21 +238,71 @@ class FinishOutcome:
     next_run_id: str | None = None  # a queued message starts this run (lease kept)
 
 
-def signal_message(signal: dict[str, Any], run_id: str | None) -> MessageIn:
-    """The stored user message of a delivered or persisted signal."""
-    return MessageIn(
-        role="user",
-        content=signal["message"].get("content"),
-        run_id=run_id,
-        metadata={
-            "signal_id": signal["id"],
-            "signal_type": signal["type"],
-            "signal": signal["data"],
-        },
+def signal_message(signal_id: str, signal_type: str, run_id: str | None) -> MessageIn:
+    """The stored user message of a delivered or persisted signal: a reference to the signal's
+    row (its text is stored once, there), rendered by :func:`message_record` when read."""
+    metadata = {"signal_id": signal_id, "signal_type": signal_type}
+    return MessageIn("user", None, run_id, metadata=metadata, signal_id=signal_id)
+
+
+def signal_echo(signal_id: str, signal_type: str, run_id: str | None) -> EventIn:
+    """The echo of a delivered or persisted signal: a reference to the signal's row, whose
+    data a reader gets as the payload (:func:`event_chunk`)."""
+    return EventIn(echo_type(signal_type), None, run_id, echo_source(signal_type), signal_id)
+
+
+def model_message_of(data: dict[str, Any]) -> dict[str, Any]:
+    """The model message of a stored signal, rendered from its data (whose attributes are the
+    branch's, merged when it was routed): what ``to_model_message(signal, branch)`` gave when
+    it was sent (tests/test_store_once.py checks both agree)."""
+    contents = data.get("contents")
+    if (data.get("type") == "user" and type(contents) is str
+            and not data.get("attributes") and not data.get("provider_options")):
+        return {"role": "user", "content": neutralize_markup(contents) if "<" in contents
+                else contents}  # the plain text message, most of what is sent
+    return to_model_message(Signal.model_construct(**data))
+
+
+def stored_message(message: str | None, data: Any) -> dict[str, Any]:
+    """A signal row's model message: as stored, or (``null``: a derived message, see
+    ``SignalIn.derived_message``) rendered from its data."""
+    stored = None if message is None else loads(message)
+    return stored if stored is not None else model_message_of(data)
+
+
+def taken_signal(
+    signal_id: str, signal_type: str, message: str | None, data: str
+) -> dict[str, Any]:
+    """A signal as a run takes it, from its row (``message`` and ``data`` as stored)."""
+    loaded = loads(data)
+    return {"id": signal_id, "type": signal_type, "data": loaded,
+            "message": stored_message(message, loaded)}
+
+
+def message_record(row: Sequence[Any]) -> MessageRecord:
+    """A row (seq, id, thread_id, resource_id, role, content, run_id, metadata, created_at,
+    then the data and model message of the signal it refers to, NULL for any other message) as
+    a record: the message of a signal gets its content and ``metadata["signal"]`` from the
+    signal's row; a message written before the text was stored once keeps its own copies."""
+    metadata = loads(row[7]) or {}
+    content = loads(row[5])
+    if row[9] is not None:
+        data = loads(row[9])
+        content = stored_message(row[10], data).get("content")
+        metadata["signal"] = data
+    return MessageRecord(
+        seq=row[0], id=row[1], thread_id=row[2], resource_id=row[3], role=row[4],
+        content=content, run_id=row[6], metadata=metadata, created_at=to_datetime(row[8]),
     )
 
 
 def event_chunk(row: Sequence[Any]) -> dict[str, Any]:
-    """A stored event row (seq, run_id, type, source, payload, created_at) as a stream chunk."""
-    seq, run_id, type_, source, payload, _created = row
-    return {"type": type_, "run_id": run_id, "from": source, "payload": loads(payload), "seq": seq}
+    """A stored event row (seq, run_id, type, source, payload, created_at, referred message's
+    content) as a stream chunk. ``payload`` is the referred signal's data for a signal's echo
+    stored as a reference (the reader selects it in its place); the echo of a stored message
+    gets that message's content as its ``contents``."""
+    seq, run_id, type_, source, payload, _created, message_content = row
+    loaded = loads(payload)
+    if message_content is not None:
+        loaded["contents"] = loads(message_content)
+    return {"type": type_, "run_id": run_id, "from": source, "payload": loaded, "seq": seq}

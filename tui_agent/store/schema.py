@@ -159,6 +159,29 @@ MIGRATIONS: list[str] = [
     CREATE INDEX signals_waiting ON signals(status, thread_id)
         WHERE status IN ('pending', 'queued');
     """,
+    # 4: a message is stored once (issue 11): a signal's text lives in its row's data only. The
+    #    history message and the echo event of a signal refer to that row by signal_id (their
+    #    content, metadata.signal and payload are read from it); the row's message column is
+    #    'null' (the model message is rendered from the data). The echo of a generate() input
+    #    refers to its stored message by message_id (its contents are the message's content).
+    #    A large data is kept in signal_data instead of its signals row (data 'null' there),
+    #    which is never rewritten (a run taking the signal rewrites the signals row). Rows
+    #    written before keep their own copies (signal_id NULL) and read as they always did.
+    #    One index on signals instead of two (each costs every signal of a burst an insert,
+    #    issue 10): every query of signals names a status (and the thread), and an index on
+    #    (status, thread_id) serves them all in seq order (its entries end with the rowid).
+    """
+    DROP INDEX signals_by_thread;
+    DROP INDEX signals_waiting;
+    CREATE INDEX signals_by_status ON signals(status, thread_id);
+    ALTER TABLE messages ADD COLUMN signal_id TEXT;
+    ALTER TABLE events ADD COLUMN signal_id TEXT;
+    ALTER TABLE events ADD COLUMN message_id TEXT;
+    CREATE TABLE signal_data (
+        id   TEXT PRIMARY KEY,
+        data TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -53,6 +53,7 @@ from tui_agent.store.records import (
     SignalIn,
     ThreadRecord,
     event_chunk,
+    message_record,
     to_datetime,
 )
 from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -62,6 +63,13 @@ from tui_agent.store.sqlite_notifications import SqliteNotifications
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000
+# A message row, with the data and model message of the signal it refers to (NULL for any
+# other message): see records.message_record.
+_MESSAGE_COLUMNS = (
+    "m.seq, m.id, m.thread_id, m.resource_id, m.role, m.content, m.run_id, m.metadata,"
+    f" m.created_at, {txn.SIGNAL_DATA}, s.message FROM messages m"
+    " LEFT JOIN signals s ON s.id=m.signal_id"
+)
 
 __all__ = [  # the records' own module is tui_agent.store.records; these stay importable here
     "EventIn",
@@ -440,26 +448,29 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
     ) -> list[MessageRecord]:
         """The ``limit`` messages just older than message ``before`` (or the newest), oldest
         first."""
-        columns = "seq, id, thread_id, resource_id, role, content, run_id, metadata, created_at"
         if before is None:
             rows = await self.fetchall(
-                f"SELECT {columns} FROM messages WHERE thread_id=? ORDER BY seq DESC LIMIT ?",
+                f"SELECT {_MESSAGE_COLUMNS} WHERE m.thread_id=? ORDER BY m.seq DESC LIMIT ?",
                 (thread_id, limit),
             )
         else:
             rows = await self.fetchall(
-                f"SELECT {columns} FROM messages WHERE thread_id=? AND seq <"
-                " (SELECT seq FROM messages WHERE id=?) ORDER BY seq DESC LIMIT ?",
+                f"SELECT {_MESSAGE_COLUMNS} WHERE m.thread_id=? AND m.seq <"
+                " (SELECT seq FROM messages WHERE id=?) ORDER BY m.seq DESC LIMIT ?",
                 (thread_id, before, limit),
             )
-        return [_message(row) for row in reversed(rows)]
+        return [message_record(row) for row in reversed(rows)]
 
     async def read_events(
         self, thread_id: str, after_seq: int, limit: int = 1000
     ) -> list[dict[str, Any]]:
+        # A signal's echo refers to the signal's row: its payload is the row's data. A stored
+        # message's echo refers to the message: its contents are the message's content.
         rows = await self.fetchall(
-            "SELECT seq, run_id, type, source, payload, created_at FROM events"
-            " WHERE thread_id=? AND seq>? ORDER BY seq LIMIT ?",
+            f"SELECT e.seq, e.run_id, e.type, e.source, COALESCE({txn.SIGNAL_DATA}, e.payload),"
+            " e.created_at, m.content FROM events e LEFT JOIN signals s ON s.id=e.signal_id"
+            " LEFT JOIN messages m ON m.id=e.message_id"
+            " WHERE e.thread_id=? AND e.seq>? ORDER BY e.seq LIMIT ?",
             (thread_id, after_seq, limit),
         )
         return [event_chunk(row) for row in rows]
@@ -468,8 +479,9 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         """Signals accepted but not yet taken by a run, oldest first: ``pending`` ones wait for
         the live run's next step boundary, ``queued`` ones for their own run."""
         rows = await self.fetchall(
-            "SELECT id, type, status, run_id, data, created_at FROM signals"
-            " WHERE thread_id=? AND status IN ('pending', 'queued') AND type!=? ORDER BY seq",
+            f"SELECT s.id, s.type, s.status, s.run_id, {txn.SIGNAL_DATA}, s.created_at"
+            " FROM signals s WHERE s.thread_id=? AND s.status IN ('pending', 'queued')"
+            " AND s.type!=? ORDER BY s.seq",
             (thread_id, txn.RESUME),
         )
         return [
@@ -918,20 +930,6 @@ def _thread(row: Sequence[Any]) -> ThreadRecord:
         metadata=loads(row[3]) or {},
         created_at=to_datetime(row[4]),
         updated_at=to_datetime(row[5]),
-    )
-
-
-def _message(row: Sequence[Any]) -> MessageRecord:
-    return MessageRecord(
-        seq=row[0],
-        id=row[1],
-        thread_id=row[2],
-        resource_id=row[3],
-        role=row[4],
-        content=loads(row[5]),
-        run_id=row[6],
-        metadata=loads(row[7]) or {},
-        created_at=to_datetime(row[8]),
     )
 
 

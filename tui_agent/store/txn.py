@@ -15,15 +15,17 @@ from operator import itemgetter
 from typing import Any
 
 from tui_agent.errors import LeaseLostError, StoreError
-from tui_agent.events import FINISH, FROM_AGENT, INTERRUPTED, START, echo_source, echo_type
-from tui_agent.store.codec import dumps, loads, new_id
+from tui_agent.events import FINISH, FROM_AGENT, INTERRUPTED, START
+from tui_agent.store.codec import dumps, new_id
 from tui_agent.store.records import (
     EventIn,
     FinishOutcome,
     MessageIn,
     RouteResult,
     SignalIn,
+    signal_echo,
     signal_message,
+    taken_signal,
 )
 
 Conn = sqlite3.Connection
@@ -158,6 +160,16 @@ def update_thread(
     conn.execute(f"UPDATE threads SET {', '.join(sets)} WHERE id=?", (*params, thread_id))
 
 
+INSERT_EVENT = (
+    "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
+    " VALUES (?,?,?,?,?,?)"
+)
+INSERT_EVENT_REFERRING = (
+    "INSERT INTO events(thread_id, run_id, type, source, payload, created_at, signal_id,"
+    " message_id) VALUES (?,?,?,?,?,?,?,?)"
+)
+
+
 def append(
     conn: Conn,
     thread_id: str,
@@ -169,7 +181,7 @@ def append(
     if messages:
         conn.executemany(
             "INSERT INTO messages(id, thread_id, resource_id, role, content, run_id,"
-            " metadata, created_at) VALUES (?,?,?,?,?,?,?,?)",
+            " metadata, created_at, signal_id) VALUES (?,?,?,?,?,?,?,?,?)",
             [
                 (
                     m.id,
@@ -180,17 +192,26 @@ def append(
                     m.run_id,
                     dumps(m.metadata),
                     now,
+                    m.signal_id,
                 )
                 for m in messages
             ],
         )
         conn.execute("UPDATE threads SET updated_at=? WHERE id=?", (now, thread_id))
-    if events:
-        conn.executemany(
-            "INSERT INTO events(thread_id, run_id, type, source, payload, created_at)"
-            " VALUES (?,?,?,?,?,?)",
-            [(thread_id, e.run_id, e.type, e.source, dumps(e.payload), now) for e in events],
-        )
+    if not events:
+        return
+    # Most batches (a run's deltas) refer to nothing: without the two reference columns their
+    # insert is ~20% cheaper.
+    if any(e.signal_id is not None or e.message_id is not None for e in events):
+        conn.executemany(INSERT_EVENT_REFERRING, [
+            (thread_id, e.run_id, e.type, e.source, dumps(e.payload), now, e.signal_id,
+             e.message_id)
+            for e in events
+        ])
+        return
+    conn.executemany(INSERT_EVENT, [
+        (thread_id, e.run_id, e.type, e.source, dumps(e.payload), now) for e in events
+    ])
 
 
 def append_as_run(
@@ -490,6 +511,13 @@ INSERT_SIGNAL = (
     "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message, data,"
     " created_at) VALUES (?,?,?,?,?,?,?,?,?)"
 )
+INSERT_SIGNAL_DATA = "INSERT INTO signal_data(id, data) VALUES (?,?)"
+# A signal's data larger than this (characters of JSON) is stored in ``signal_data`` instead of
+# its ``signals`` row: SQLite rewrites a whole row, overflow pages and all, when a run takes the
+# signal (its status changes), which would leave a freed copy of a large text in the file.
+SPILL_CHARS = 2048
+# The data of signal row ``s``, wherever it is stored (a reader selects it by this expression).
+SIGNAL_DATA = "COALESCE((SELECT b.data FROM signal_data b WHERE b.id=s.id), s.data)"
 
 
 def signal_row(
@@ -499,18 +527,25 @@ def signal_row(
     status: str,
     run_id: str | None,
     now: float,
+    spilled: list[tuple[str, str]],
 ) -> tuple[Any, ...]:
-    return (
-        signal.id,
-        thread_id,
-        resource_id,
-        signal.type,
-        status,
-        run_id,
-        signal.message_json or dumps(signal.message),
-        signal.data_json or dumps(signal.data),
-        now,
-    )
+    """The ``signals`` row of ``signal``; large data is appended to ``spilled`` (rows of
+    ``signal_data``) instead. A derived model message is not stored (``null``): it is rendered
+    from the data when read, so the text is stored once."""
+    data = signal.data_json or dumps(signal.data)
+    if len(data) > SPILL_CHARS:
+        spilled.append((signal.id, data))
+        data = "null"
+    message = "null" if signal.derived_message else dumps(signal.message)
+    return (signal.id, thread_id, resource_id, signal.type, status, run_id, message, data, now)
+
+
+def write_signal_rows(
+    conn: Conn, rows: list[tuple[Any, ...]], spilled: list[tuple[str, str]]
+) -> None:
+    conn.executemany(INSERT_SIGNAL, rows)
+    if spilled:
+        conn.executemany(INSERT_SIGNAL_DATA, spilled)
 
 
 def insert_signal(
@@ -521,9 +556,9 @@ def insert_signal(
     status: str,
     run_id: str | None,
 ) -> None:
-    conn.execute(
-        INSERT_SIGNAL, signal_row(thread_id, resource_id, signal, status, run_id, time.time())
-    )
+    spilled: list[tuple[str, str]] = []
+    row = signal_row(thread_id, resource_id, signal, status, run_id, time.time(), spilled)
+    write_signal_rows(conn, [row], spilled)
 
 
 def route_signals(conn: Conn, calls: list[tuple[Any, ...]]) -> list[RouteResult]:
@@ -533,6 +568,7 @@ def route_signals(conn: Conn, calls: list[tuple[Any, ...]]) -> list[RouteResult]
     :func:`route_signal` does, after the rows before it are written (arrival order holds)."""
     results: list[RouteResult] = []
     rows: list[tuple[Any, ...]] = []
+    spilled: list[tuple[str, str]] = []
     # thread → the decision of a delivery into its live run as this transaction sees it (None:
     # idle). One RouteResult for all the burst's deliveries into a run: it is only read.
     delivery: dict[str, RouteResult | None] = {}
@@ -545,14 +581,16 @@ def route_signals(conn: Conn, calls: list[tuple[Any, ...]]) -> list[RouteResult]
         delivered = delivery[thread_id]
         if delivered is not None and if_active == "deliver" and not queue:
             run_id = delivered.run_id
-            rows.append(signal_row(thread_id, resource_id, signal, "pending", run_id, now))
+            rows.append(
+                signal_row(thread_id, resource_id, signal, "pending", run_id, now, spilled)
+            )
             results.append(delivered)
             continue
-        conn.executemany(INSERT_SIGNAL, rows)
-        rows = []
+        write_signal_rows(conn, rows, spilled)
+        rows, spilled = [], []
         results.append(route_signal(conn, *args))
         del delivery[thread_id]  # a wake, for one, took the lease
-    conn.executemany(INSERT_SIGNAL, rows)
+    write_signal_rows(conn, rows, spilled)
     return results
 
 
@@ -563,11 +601,8 @@ def persist(
     tiny run: start, the echo, finish."""
     insert_signal(conn, thread_id, resource_id, signal, "persisted", None)
     run_id = new_id() if tiny_run else None
-    message = signal_message(
-        {"id": signal.id, "type": signal.type, "message": signal.message, "data": signal.data},
-        run_id,
-    )
-    events = [EventIn(echo_type(signal.type), signal.data, run_id, echo_source(signal.type))]
+    message = signal_message(signal.id, signal.type, run_id)
+    events = [signal_echo(signal.id, signal.type, run_id)]
     if tiny_run:
         events.insert(0, EventIn(START, {"persisted": True}, run_id))
         events.append(EventIn(FINISH, {"finish_reason": "stop", "persisted": True}, run_id))
@@ -578,10 +613,11 @@ def _take_pending(
     conn: Conn, thread_id: str, resource_id: str, run_id: str, status: str
 ) -> list[dict[str, Any]]:
     """Mark the thread's pending signals ``status`` for ``run_id``; store each as a user
-    message and an echo. Returns them in arrival order."""
+    message and an echo, both references to the signal's row (its text is stored once).
+    Returns them in arrival order, their model message rendered."""
     rows = conn.execute(
-        "SELECT id, type, message, data FROM signals WHERE thread_id=? AND status='pending'"
-        " ORDER BY seq",
+        f"SELECT s.id, s.type, s.message, {SIGNAL_DATA} FROM signals s WHERE s.thread_id=?"
+        " AND s.status='pending' ORDER BY s.seq",
         (thread_id,),
     ).fetchall()
     if not rows:
@@ -592,7 +628,7 @@ def _take_pending(
         (status, run_id, time.time(), thread_id),
     )
     taken = [
-        {"id": sid, "type": type_, "message": loads(message), "data": loads(data)}
+        taken_signal(sid, type_, message, data)
         for sid, type_, message, data in rows
         if type_ != RESUME  # a marker: taken, nothing stored
     ]
@@ -600,8 +636,8 @@ def _take_pending(
         conn,
         thread_id,
         resource_id,
-        [signal_message(s, run_id) for s in taken],
-        [EventIn(echo_type(s["type"]), s["data"], run_id, echo_source(s["type"])) for s in taken],
+        [signal_message(s["id"], s["type"], run_id) for s in taken],
+        [signal_echo(s["id"], s["type"], run_id) for s in taken],
     )
     return taken
 
