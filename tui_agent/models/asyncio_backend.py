@@ -1,0 +1,282 @@
+"""An httpcore network backend on an asyncio ``Protocol``, with read coalescing, for the shared
+client of the direct model path (``http_client``).
+
+Why: a provider streaming 500 tokens a second sends 500 small TCP segments a second, and through
+httpcore's default backend each one costs a read through anyio (a cancel scope, a
+``pause_reading``/``resume_reading`` pair: two ``epoll_ctl`` calls) and a wake of the reading
+task. This backend keeps the socket registered, buffers what arrives in ``data_received`` and
+hands the reader everything buffered in one ``read``.
+
+Read coalescing: a stream that is being read wakes its reader at most once per
+:data:`COALESCE_S` (a leading-edge throttle). The first bytes after a quiet spell (a response's
+headers, a chunk after a pause) wake it at once; during a fast stream the next wake waits until
+the window has passed since the last, so one read takes several SSE events. The added latency is
+below :data:`COALESCE_S` (4 ms: a quarter of a frame at 60 fps) and only while chunks come
+faster than that; ``benchmarks/bench_direct_stream.py`` prints it beside the CPU it saves.
+
+It keeps httpcore's contract: ``read`` returns ``b""`` at the end of the stream, raises
+``httpcore.ReadError`` once the stream was closed (an abort closing the response while a read
+waits) or the connection broke, ``httpcore.ReadTimeout``/``WriteTimeout``/``ConnectTimeout``
+past a given timeout, ``ConnectError`` when no connection could be made; ``is_readable`` (how
+httpcore sees that a kept-alive connection was closed by the server) is exact without a syscall
+once the loop has seen the close. Tested in ``tests/test_asyncio_backend.py`` and by every
+direct-path test (``tests/test_openai_http.py`` and the suites parametrised by ``route``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import select
+import socket
+import ssl
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore
+
+COALESCE_S = 0.004  # the longest a waiting reader is kept from bytes that have arrived
+_HIGH_WATER = 256 * 1024  # buffered bytes at which the socket stops being read
+_HAPPY_EYEBALLS_S = 0.25  # as anyio's connect_tcp: try the next address after this
+
+
+class _ReadBuffer(asyncio.Protocol):
+    """What the event loop has read from one connection, and the reader waiting for it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, coalesce_s: float) -> None:
+        self.loop = loop
+        self.coalesce_s = coalesce_s
+        self.transport: Any = None
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.eof = False
+        self.lost = False
+        self.error: BaseException | None = None
+        self.last_wake = float("-inf")
+        self._waiter: asyncio.Future[None] | None = None
+        self._wake_handle: asyncio.TimerHandle | None = None
+        self._paused = False
+        self._drained: asyncio.Future[None] | None = None
+
+    # -- asyncio.Protocol --------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size >= _HIGH_WATER and not self._paused:
+            self._paused = True
+            self.transport.pause_reading()
+        if self._waiter is None or self._wake_handle is not None:
+            return  # nobody waits (the next read takes it), or a wake is already due
+        due = self.last_wake + self.coalesce_s
+        if self.loop.time() >= due:
+            self._wake()
+        else:
+            self._wake_handle = self.loop.call_at(due, self._wake)
+
+    def eof_received(self) -> None:
+        self.eof = True
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.error = exc
+        self._wake()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._drained = self.loop.create_future()
+
+    def resume_writing(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._drained = None
+
+    # -- for the stream ----------------------------------------------------------------------
+    def _wake(self) -> None:
+        if self._wake_handle is not None:
+            self._wake_handle.cancel()
+            self._wake_handle = None
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            self.last_wake = self.loop.time()
+            waiter.set_result(None)
+
+    def take(self, max_bytes: int) -> bytes:
+        chunks = self.chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if len(data) > max_bytes:
+            self.chunks = [data[max_bytes:]]
+            data = data[:max_bytes]
+        else:
+            self.chunks = []
+        self.size -= len(data)
+        if self._paused and self.size < _HIGH_WATER // 4:
+            self._paused = False
+            self.transport.resume_reading()
+        return data
+
+    async def wait(self, timeout: float | None) -> None:
+        """Until bytes arrive, the stream ends or breaks, or ``timeout`` (ReadTimeout)."""
+        waiter = self._waiter = self.loop.create_future()
+        timer = (self.loop.call_later(timeout, _expire, waiter) if timeout is not None
+                 else None)
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+
+    def wake_now(self) -> None:
+        """Wake a waiting reader at once (the stream is being closed)."""
+        self._wake()
+
+    async def drain(self, timeout: float | None) -> None:
+        if self._drained is None:
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self._drained)
+        except TimeoutError:
+            raise httpcore.WriteTimeout("timed out sending the request") from None
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(httpcore.ReadTimeout("timed out waiting for the response"))
+
+
+class AsyncioStream(httpcore.AsyncNetworkStream):
+    """One connection: reads come from its :class:`_ReadBuffer`, writes go to the transport."""
+
+    def __init__(self, transport: Any, buffer: _ReadBuffer) -> None:
+        self._transport = transport
+        self._buffer = buffer
+        self._closed = False
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        buffer = self._buffer
+        if not buffer.chunks:
+            if not (buffer.eof or buffer.lost or self._closed):
+                await buffer.wait(timeout)
+            if self._closed:
+                raise httpcore.ReadError("the connection was closed")
+            if not buffer.chunks:
+                if buffer.error is not None:
+                    raise httpcore.ReadError(str(buffer.error) or type(buffer.error).__name__)
+                return b""  # the end of the stream
+        return buffer.take(max_bytes)
+
+    async def write(self, data: bytes, timeout: float | None = None) -> None:
+        if not data:
+            return
+        if self._closed or self._buffer.lost or self._transport.is_closing():
+            raise httpcore.WriteError("the connection is closed")
+        self._buffer.last_wake = float("-inf")  # a new request: its answer is not throttled
+        self._transport.write(data)
+        await self._buffer.drain(timeout)
+        if self._buffer.lost and self._buffer.error is not None:
+            raise httpcore.WriteError(str(self._buffer.error))
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._transport.close()
+            self._buffer.wake_now()  # a read waiting on it raises ReadError now
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = self._buffer.loop
+        try:
+            async with asyncio.timeout(timeout):
+                tls = await loop.start_tls(self._transport, self._buffer, ssl_context,
+                                           server_hostname=server_hostname)
+        except TimeoutError:
+            await self.aclose()
+            raise httpcore.ConnectTimeout("timed out in the TLS handshake") from None
+        except (OSError, ssl.SSLError) as exc:
+            await self.aclose()
+            raise httpcore.ConnectError(str(exc)) from exc
+        if tls is None:
+            raise httpcore.ConnectError("the connection closed during the TLS handshake")
+        self._buffer.transport = tls
+        return AsyncioStream(tls, self._buffer)
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable":
+            return self._is_readable()
+        names = {"ssl_object": "ssl_object", "client_addr": "sockname",
+                 "server_addr": "peername", "socket": "socket"}
+        return self._transport.get_extra_info(names[info]) if info in names else None
+
+    def _is_readable(self) -> bool:
+        """True if the server sent something or closed: an idle connection not to reuse. The
+        loop may not have seen a close yet, so an idle socket is polled once."""
+        buffer = self._buffer
+        if buffer.chunks or buffer.eof or buffer.lost or self._closed:
+            return True
+        sock = self._transport.get_extra_info("socket")
+        if sock is None or sock.fileno() < 0:
+            return True
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable)
+
+
+class AsyncioBackend(httpcore.AsyncNetworkBackend):
+    """Opens :class:`AsyncioStream` connections on the running loop."""
+
+    def __init__(self, coalesce_s: float | None = None) -> None:
+        self.coalesce_s = COALESCE_S if coalesce_s is None else coalesce_s
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        local = (local_address, 0) if local_address else None
+        return await self._connect(
+            loop.create_connection(self._buffer_factory(loop), host, port, local_addr=local,
+                                   happy_eyeballs_delay=_HAPPY_EYEBALLS_S),
+            timeout, socket_options)
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        return await self._connect(loop.create_unix_connection(self._buffer_factory(loop), path),
+                                   timeout, socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    def _buffer_factory(self, loop: asyncio.AbstractEventLoop) -> Any:
+        return lambda: _ReadBuffer(loop, self.coalesce_s)
+
+    async def _connect(self, opening: Any, timeout: float | None,
+                       socket_options: Iterable[Any] | None) -> AsyncioStream:
+        try:
+            async with asyncio.timeout(timeout):
+                transport, buffer = await opening
+        except TimeoutError:
+            raise httpcore.ConnectTimeout("timed out connecting") from None
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        sock: socket.socket | None = transport.get_extra_info("socket")
+        for option in socket_options or ():
+            if sock is not None:
+                sock.setsockopt(*option)
+        return AsyncioStream(transport, buffer)
