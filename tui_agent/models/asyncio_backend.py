@@ -34,13 +34,17 @@ from typing import Any
 
 import httpcore
 
-COALESCE_S = 0.004  # the longest a waiting reader is kept from bytes that have arrived
+COALESCE_S = 0.008  # the longest a waiting reader is kept from bytes that have arrived
 _HIGH_WATER = 256 * 1024  # buffered bytes at which the socket stops being read
 _HAPPY_EYEBALLS_S = 0.25  # as anyio's connect_tcp: try the next address after this
 
 
 class _ReadBuffer(asyncio.Protocol):
-    """What the event loop has read from one connection, and the reader waiting for it."""
+    """What the event loop has read from one connection, and the reader waiting for it.
+
+    Coalescing: each time bytes arrive the socket rests (is not read) for ``coalesce_s``; what
+    the server sends meanwhile waits in the kernel and is read in one piece when the rest ends.
+    The first bytes after a quiet spell are delivered at once."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, coalesce_s: float) -> None:
         self.loop = loop
@@ -51,10 +55,10 @@ class _ReadBuffer(asyncio.Protocol):
         self.eof = False
         self.lost = False
         self.error: BaseException | None = None
-        self.last_wake = float("-inf")
         self._waiter: asyncio.Future[None] | None = None
-        self._wake_handle: asyncio.TimerHandle | None = None
-        self._paused = False
+        self._resting: asyncio.TimerHandle | None = None  # the socket rests until this fires
+        self._full = False  # the buffer is at its high-water mark
+        self._reading = True
         self._drained: asyncio.Future[None] | None = None
 
     # -- asyncio.Protocol --------------------------------------------------------------------
@@ -64,25 +68,24 @@ class _ReadBuffer(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.chunks.append(data)
         self.size += len(data)
-        if self.size >= _HIGH_WATER and not self._paused:
-            self._paused = True
-            self.transport.pause_reading()
-        if self._waiter is None or self._wake_handle is not None:
-            return  # nobody waits (the next read takes it), or a wake is already due
-        due = self.last_wake + self.coalesce_s
-        if self.loop.time() >= due:
-            self._wake()
-        else:
-            self._wake_handle = self.loop.call_at(due, self._wake)
+        if self.size >= _HIGH_WATER:
+            self._full = True
+        if self.coalesce_s and self._resting is None:
+            self._resting = self.loop.call_later(self.coalesce_s, self._rested)
+        self._set_reading()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def eof_received(self) -> None:
         self.eof = True
-        self._wake()
+        self.wake()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         self.error = exc
-        self._wake()
+        self.stop_resting()
+        self.wake()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
 
@@ -94,14 +97,40 @@ class _ReadBuffer(asyncio.Protocol):
             self._drained.set_result(None)
         self._drained = None
 
+    # -- reading on and off ------------------------------------------------------------------
+    def _rested(self) -> None:
+        self._resting = None
+        self._set_reading()
+
+    def stop_resting(self) -> None:
+        """Read the socket again now (a new request: its answer must not wait)."""
+        if self._resting is not None:
+            self._resting.cancel()
+            self._resting = None
+            self._set_reading()
+
+    def closing(self) -> None:
+        """The stream is being closed: no more resting, and a waiting read ends now."""
+        if self._resting is not None:
+            self._resting.cancel()
+            self._resting = None
+        self.lost = True
+        self.wake()
+
+    def _set_reading(self) -> None:
+        reading = self._resting is None and not self._full
+        if reading != self._reading and not self.lost:
+            self._reading = reading
+            if reading:
+                self.transport.resume_reading()
+            else:
+                self.transport.pause_reading()
+
     # -- for the stream ----------------------------------------------------------------------
-    def _wake(self) -> None:
-        if self._wake_handle is not None:
-            self._wake_handle.cancel()
-            self._wake_handle = None
+    def wake(self) -> None:
+        """Wake the waiting reader (bytes, the end, a break or a close)."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
-            self.last_wake = self.loop.time()
             waiter.set_result(None)
 
     def take(self, max_bytes: int) -> bytes:
@@ -113,9 +142,9 @@ class _ReadBuffer(asyncio.Protocol):
         else:
             self.chunks = []
         self.size -= len(data)
-        if self._paused and self.size < _HIGH_WATER // 4:
-            self._paused = False
-            self.transport.resume_reading()
+        if self._full and self.size < _HIGH_WATER // 4:
+            self._full = False
+            self._set_reading()
         return data
 
     async def wait(self, timeout: float | None) -> None:
@@ -129,10 +158,6 @@ class _ReadBuffer(asyncio.Protocol):
             self._waiter = None
             if timer is not None:
                 timer.cancel()
-
-    def wake_now(self) -> None:
-        """Wake a waiting reader at once (the stream is being closed)."""
-        self._wake()
 
     async def drain(self, timeout: float | None) -> None:
         if self._drained is None:
@@ -175,7 +200,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             return
         if self._closed or self._buffer.lost or self._transport.is_closing():
             raise httpcore.WriteError("the connection is closed")
-        self._buffer.last_wake = float("-inf")  # a new request: its answer is not throttled
+        self._buffer.stop_resting()  # a new request: its answer is read as soon as it comes
         self._transport.write(data)
         await self._buffer.drain(timeout)
         if self._buffer.lost and self._buffer.error is not None:
@@ -184,8 +209,8 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
-            self._transport.close()
-            self._buffer.wake_now()  # a read waiting on it raises ReadError now
+            self._buffer.closing()
+            self._transport.close()  # a read waiting on it raises ReadError now
 
     async def start_tls(
         self,
