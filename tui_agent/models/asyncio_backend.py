@@ -305,3 +305,25 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
             if sock is not None:
                 sock.setsockopt(*option)
         return AsyncioStream(transport, buffer)
+
+
+def asyncio_transport(limits: Any, ssl_context: ssl.SSLContext | None = None) -> Any:
+    """An ``httpx.AsyncHTTPTransport`` whose connection pool runs on :class:`AsyncioBackend`;
+    TLS, HTTP/1.1, keep-alive and the pool are httpx's and httpcore's as before. The SSL context
+    is httpx's default (certifi, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``) unless one is given."""
+    import httpx
+
+    context = ssl_context or httpx.create_ssl_context()
+
+    class AsyncioTransport(httpx.AsyncHTTPTransport):
+        def __init__(self) -> None:
+            super().__init__(verify=context, limits=limits)
+            self._pool = httpcore.AsyncConnectionPool(
+                ssl_context=context,
+                max_connections=limits.max_connections,
+                max_keepalive_connections=limits.max_keepalive_connections,
+                keepalive_expiry=limits.keepalive_expiry,
+                network_backend=AsyncioBackend(),
+            )
+
+    return AsyncioTransport()

@@ -4,7 +4,9 @@ Every direct request goes through it, so connections to a provider are reused (H
 instead of opened per call. An httpx client belongs to the event loop it first ran on, so there is
 one per running loop (a program has one; each test has its own). ``close_shared_client`` closes
 the running loop's client once no stream is open on it (``Agent.close`` calls it); the next
-request opens a new one. httpx is imported on first use only. Tested in
+request opens a new one. Its connection pool runs on ``asyncio_backend`` (an asyncio protocol with
+read coalescing: a fraction of the CPU of httpx's default backend for a fast stream). httpx is
+imported on first use only. Tested in
 ``tests/test_openai_http.py`` (``test_requests_share_one_keep_alive_connection``,
 ``test_agent_close_closes_the_idle_client``).
 """
@@ -27,37 +29,16 @@ def shared_client() -> Any:
     if client is None or client.is_closed:
         import httpx
 
+        from tui_agent.models.asyncio_backend import asyncio_transport
+
         # Timeouts are set per request (see openai_http.Timeouts); these limits keep enough
         # idle connections for several panes streaming from one provider at once.
         limits = httpx.Limits(max_connections=100, max_keepalive_connections=20,
                               keepalive_expiry=30.0)
-        client = httpx.AsyncClient(transport=_asyncio_transport(limits), limits=limits,
+        client = httpx.AsyncClient(transport=asyncio_transport(limits), limits=limits,
                                    follow_redirects=False)
         _clients[loop] = client
     return client
-
-
-def _asyncio_transport(limits: Any) -> Any:
-    """httpx's transport with its connection pool on our asyncio backend (``asyncio_backend``:
-    a fraction of the CPU per read of a fast stream); TLS, HTTP/1.1 and the pool are httpx's."""
-    import httpcore
-    import httpx
-
-    from tui_agent.models.asyncio_backend import AsyncioBackend
-
-    class AsyncioTransport(httpx.AsyncHTTPTransport):
-        def __init__(self) -> None:
-            ssl_context = httpx.create_ssl_context()
-            super().__init__(verify=ssl_context, limits=limits)
-            self._pool = httpcore.AsyncConnectionPool(
-                ssl_context=ssl_context,
-                max_connections=limits.max_connections,
-                max_keepalive_connections=limits.max_keepalive_connections,
-                keepalive_expiry=limits.keepalive_expiry,
-                network_backend=AsyncioBackend(),
-            )
-
-    return AsyncioTransport()
 
 
 def stream_opened() -> None:

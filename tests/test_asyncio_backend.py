@@ -1,0 +1,212 @@
+"""The direct path's network backend (``tui_agent.models.asyncio_backend``): reads coalesce while a
+stream is fast and not otherwise, a close or a timeout ends a waiting read, the end of a stream
+and a server's close are seen, a large body passes the buffer's high-water mark intact, and the
+shared client streams over TLS with it (a self-signed certificate made with ``openssl``)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import ssl
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import httpcore
+import pytest
+from helpers.common import until
+from openai_server import FakeOpenAIServer
+
+from tui_agent import Agent
+from tui_agent.models.asyncio_backend import AsyncioBackend
+from tui_agent.models.http_client import close_shared_client
+
+Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[Serve], Awaitable[int]]]:
+    """Start a TCP server on 127.0.0.1 with the given connection handler; returns its port."""
+    servers: list[asyncio.Server] = []
+
+    async def start(handler: Serve) -> int:
+        server = await asyncio.start_server(handler, "127.0.0.1", 0)
+        servers.append(server)
+        return server.sockets[0].getsockname()[1]
+
+    yield start
+    for server in servers:
+        server.close()
+        await server.wait_closed()
+
+
+async def read_all(stream: httpcore.AsyncNetworkStream) -> list[bytes]:
+    reads = []
+    while data := await stream.read(65536):
+        reads.append(data)
+    return reads
+
+
+async def test_a_fast_stream_is_read_in_fewer_pieces_than_it_was_sent(serve: Callable) -> None:
+    pieces = [b"data: %03d\n\n" % i for i in range(40)]
+
+    async def paced(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for piece in pieces:  # 2 ms apart: a provider at 500 chunks per second
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.002)
+        writer.close()
+
+    port = await serve(paced)
+    stream = await AsyncioBackend(coalesce_s=0.02).connect_tcp("127.0.0.1", port)
+    reads = await read_all(stream)
+    await stream.aclose()
+    assert b"".join(reads) == b"".join(pieces)
+    assert len(reads) <= len(pieces) // 3, f"{len(reads)} reads for {len(pieces)} pieces"
+
+
+async def test_bytes_after_a_quiet_spell_are_read_at_once(serve: Callable) -> None:
+    sent = asyncio.Event()
+
+    async def on_cue(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readexactly(1)  # the cue
+        writer.write(b"first")
+        await writer.drain()
+        sent.set()
+        await reader.read()
+
+    port = await serve(on_cue)
+    # A rest of a minute: only a read that does not wait for it can pass the bound below.
+    stream = await AsyncioBackend(coalesce_s=60.0).connect_tcp("127.0.0.1", port)
+    await stream.write(b"!")
+    assert await asyncio.wait_for(stream.read(1024), 5.0) == b"first"
+    await stream.aclose()
+
+
+async def test_a_new_request_is_answered_without_waiting_for_the_rest(serve: Callable) -> None:
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(1024):
+            writer.write(data)
+            await writer.drain()
+
+    port = await serve(echo)
+    stream = await AsyncioBackend(coalesce_s=60.0).connect_tcp("127.0.0.1", port)
+    await stream.write(b"one")
+    assert await asyncio.wait_for(stream.read(1024), 5.0) == b"one"  # the socket rests now
+    await stream.write(b"two")  # a new request ends the rest
+    assert await asyncio.wait_for(stream.read(1024), 5.0) == b"two"
+    await stream.aclose()
+
+
+async def test_closing_the_stream_ends_a_waiting_read(serve: Callable) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    port = await serve(silent)
+    stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
+    reading = asyncio.ensure_future(stream.read(1024))
+    await asyncio.sleep(0)  # the read is waiting
+    await stream.aclose()
+    with pytest.raises(httpcore.ReadError):
+        await asyncio.wait_for(reading, 5.0)
+
+
+async def test_a_read_times_out(serve: Callable) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    port = await serve(silent)
+    stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
+    with pytest.raises(httpcore.ReadTimeout):
+        await stream.read(1024, timeout=0.05)
+    await stream.aclose()
+
+
+async def test_the_end_of_the_stream_and_a_server_close_are_seen(serve: Callable) -> None:
+    async def bye(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    port = await serve(bye)
+    stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
+    # An idle kept-alive connection the server closed must not be reused: httpcore asks this.
+    await until(lambda: stream.get_extra_info("is_readable"), "the close to be seen")
+    assert await stream.read(1024) == b""
+    await stream.aclose()
+
+
+async def test_an_open_idle_connection_is_not_readable(serve: Callable) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    port = await serve(silent)
+    stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
+    assert stream.get_extra_info("is_readable") is False
+    assert stream.get_extra_info("server_addr")[1] == port
+    await stream.aclose()
+
+
+async def test_a_large_body_passes_the_high_water_mark_intact(serve: Callable) -> None:
+    body = bytes(range(256)) * 8192  # 2 MiB, far past the buffer's high-water mark
+
+    async def bulk(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readexactly(1)
+        writer.write(body)
+        await writer.drain()
+        writer.close()
+
+    port = await serve(bulk)
+    stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
+    await stream.write(b"!")
+    reads = await read_all(stream)
+    await stream.aclose()
+    assert b"".join(reads) == body
+    assert max(len(r) for r in reads) <= 65536  # a read never exceeds what was asked
+
+
+async def test_a_refused_connection_is_a_connect_error() -> None:
+    with socket.socket() as bound:  # bound, never listening: a connection to it is refused
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        with pytest.raises(httpcore.ConnectError):
+            await AsyncioBackend().connect_tcp("127.0.0.1", port)
+
+
+# -- TLS ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A self-signed certificate for 127.0.0.1 (its own authority), and its key, in one file."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    folder = tmp_path_factory.mktemp("tls")
+    pem = folder / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+         "subjectAltName=IP:127.0.0.1", "-keyout", str(folder / "key.pem"), "-out", str(pem)],
+        check=True, capture_output=True, timeout=30)
+    (folder / "both.pem").write_bytes((folder / "key.pem").read_bytes() + pem.read_bytes())
+    yield folder
+
+
+async def test_the_shared_client_streams_over_tls(
+    certificate: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certificate / "both.pem")
+    with FakeOpenAIServer(tls=context) as server:
+        server.script("Hello over TLS, in several chunks.", "And again, on the same connection.")
+        monkeypatch.setenv("SSL_CERT_FILE", str(certificate / "cert.pem"))  # httpx trusts it
+        await close_shared_client(force=True)  # a client made after the variable is set
+        agent = Agent(name="tls", instructions="Be brief.",
+                      model={"id": "openai/fake", "api_base": server.base_url,
+                             "api_key": "sk-tls-test"})
+        try:
+            first = await agent.generate("hi")
+            second = await agent.generate("again")
+        finally:
+            await agent.close()
+        assert server.base_url.startswith("https://")
+    assert first.text == "Hello over TLS, in several chunks."
+    assert second.text == "And again, on the same connection."
+    assert len(set(server.peers)) == 1, "the TLS connection was not kept alive"
