@@ -145,7 +145,7 @@ class Run:
         self.steps: list[StepResult] = []
         self.usage = Usage()
         self._log: list[EventIn] = []
-        self._partial = ""
+        self._partial_parts: list[str] = []  # the answer streamed so far in this step
         self._flusher: asyncio.Task[None] | None = None
         self._flush_waiting = False
         self.local_signals: list[dict[str, Any]] = []  # memoryless runs only
@@ -421,7 +421,8 @@ class Run:
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         end = StepEnd("stop")
-        self._partial = ""
+        self._partial_parts = text  # joined only if the run ends mid-answer
+        processed = bool(self.plan.output_processors)  # else a delta is shown as it comes
         loop = asyncio.get_running_loop()
         yield_at = 0.0  # the first delta goes to readers at once
         async for event in self.plan.model.stream(request):
@@ -429,10 +430,10 @@ class Run:
                 if event.text:
                     # The answer is what the caller saw: a redacting stream processor must
                     # not leak the original into the result or the stored message.
-                    chunk = await self.deps.process_output_chunk(event.text, self)
+                    chunk = (await self.deps.process_output_chunk(event.text, self) if processed
+                             else event.text)
                     if chunk:
                         text.append(chunk)
-                        self._partial += chunk
                         self.emit(TEXT_DELTA, {"text": chunk})
                         if loop.time() >= yield_at:
                             await asyncio.sleep(0)  # let readers see what was pushed
@@ -576,7 +577,7 @@ class Run:
                 for c in outcome.calls
             ]
         self.messages.append(message)
-        self._partial = ""
+        self._partial_parts = []
         return MessageIn("assistant", outcome.text, self.run_id, metadata=metadata)
 
     def _tool_message(self, result: ToolResult) -> MessageIn:
@@ -704,6 +705,11 @@ class Run:
         result.scores = await self.deps.score(self, result)
         return result
 
+    @property
+    def _partial(self) -> str:
+        """What the current step has streamed of its answer so far."""
+        return "".join(self._partial_parts)
+
     async def _finish_aborted(self) -> GenerateResult:
         partial = self._partial
         messages = []
@@ -734,8 +740,9 @@ class Run:
         if isinstance(error, LeaseLostError):
             return  # the thread is another run's now: this run's end stays "interrupted"
         # What was already said stays said: the partial answer is stored, marked failed.
-        partial = [] if not self._partial else [
-            MessageIn("assistant", self._partial, self.run_id, metadata={"failed": True})
+        said = self._partial
+        partial = [] if not said else [
+            MessageIn("assistant", said, self.run_id, metadata={"failed": True})
         ]
         try:
             outcome = await asyncio.shield(
