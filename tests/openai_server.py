@@ -202,6 +202,8 @@ class _Handler(BaseHTTPRequestHandler):
         readable, _, _ = select.select([self.connection], [], [], 0)
         if not readable:
             return False
+        if isinstance(self.connection, ssl.SSLSocket):
+            return True  # mid-answer a TLS client sends nothing but its close (no peeking)
         try:
             return self.connection.recv(1, socket.MSG_PEEK) == b""
         except OSError:

@@ -210,3 +210,27 @@ async def test_the_shared_client_streams_over_tls(
     assert first.text == "Hello over TLS, in several chunks."
     assert second.text == "And again, on the same connection."
     assert len(set(server.peers)) == 1, "the TLS connection was not kept alive"
+
+
+async def test_an_abort_closes_a_tls_stream_at_once(
+    certificate: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certificate / "both.pem")
+    with FakeOpenAIServer(tls=context) as server:
+        server.script({"text": "first then much more text", "hold": True})
+        monkeypatch.setenv("SSL_CERT_FILE", str(certificate / "cert.pem"))
+        await close_shared_client(force=True)
+        agent = Agent(name="tls", instructions="Be brief.",
+                      model={"id": "openai/fake", "api_base": server.base_url,
+                             "api_key": "sk-tls-test"})
+        try:
+            output = await agent.stream("hi")
+            async for _ in output.text_stream:
+                output.abort()  # after the first delta: the socket is resting now
+            result = await asyncio.wait_for(output.result(), 5)
+        finally:
+            await agent.close()
+        # The server holds the rest back: only the closed connection ends its wait.
+        assert await asyncio.to_thread(server.hung_up.wait, 5), "the server saw no close"
+    assert result.finish_reason == "abort"

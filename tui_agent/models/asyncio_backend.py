@@ -44,12 +44,15 @@ class _ReadBuffer(asyncio.Protocol):
 
     Coalescing: each time bytes arrive the socket rests (is not read) for ``coalesce_s``; what
     the server sends meanwhile waits in the kernel and is read in one piece when the rest ends.
-    The first bytes after a quiet spell are delivered at once."""
+    The first bytes after a quiet spell are delivered at once. Over TLS it is the socket's own
+    transport that rests, under the TLS one: the records wait in the kernel too, and are
+    decrypted in one pass."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, coalesce_s: float) -> None:
         self.loop = loop
         self.coalesce_s = coalesce_s
-        self.transport: Any = None
+        self.transport: Any = None  # what is written to and closed (the TLS one over TLS)
+        self.socket_transport: Any = None  # what rests: the socket's own transport
         self.chunks: list[bytes] = []
         self.size = 0
         self.eof = False
@@ -63,7 +66,7 @@ class _ReadBuffer(asyncio.Protocol):
 
     # -- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
+        self.transport = self.socket_transport = transport
 
     def data_received(self, data: bytes) -> None:
         self.chunks.append(data)
@@ -110,10 +113,13 @@ class _ReadBuffer(asyncio.Protocol):
             self._set_reading()
 
     def closing(self) -> None:
-        """The stream is being closed: no more resting, and a waiting read ends now."""
+        """The stream is being closed: no more resting (a TLS close reads the server's answer to
+        it), and a waiting read ends now."""
         if self._resting is not None:
             self._resting.cancel()
             self._resting = None
+        self._full = False
+        self._set_reading()
         self.lost = True
         self.wake()
 
@@ -122,9 +128,9 @@ class _ReadBuffer(asyncio.Protocol):
         if reading != self._reading and not self.lost:
             self._reading = reading
             if reading:
-                self.transport.resume_reading()
+                self.socket_transport.resume_reading()
             else:
-                self.transport.pause_reading()
+                self.socket_transport.pause_reading()
 
     # -- for the stream ----------------------------------------------------------------------
     def wake(self) -> None:
