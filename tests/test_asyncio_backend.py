@@ -1,7 +1,8 @@
-"""The direct path's network backend (``tui_agent.models.asyncio_backend``): reads coalesce while a
-stream is fast and not otherwise, a close or a timeout ends a waiting read, the end of a stream
-and a server's close are seen, a large body passes the buffer's high-water mark intact, and the
-shared client streams over TLS with it (a self-signed certificate made with ``openssl``)."""
+"""The direct path's network backend (``tui_agent.models.asyncio_backend``): reads coalesce while
+a stream is fast and sustained and not otherwise, a close or a timeout ends a waiting read, the
+end of a stream and a server's close are seen, a large body passes the buffer's high-water mark
+intact, and the shared client streams over TLS with it (a self-signed certificate made with
+``openssl``), an abort closing a TLS stream at once."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from helpers.common import until
 from openai_server import FakeOpenAIServer
 
 from tui_agent import Agent
+from tui_agent.models import asyncio_backend
 from tui_agent.models.asyncio_backend import AsyncioBackend
 from tui_agent.models.http_client import close_shared_client
 
@@ -48,7 +50,15 @@ async def read_all(stream: httpcore.AsyncNetworkStream) -> list[bytes]:
     return reads
 
 
-async def test_a_fast_stream_is_read_in_fewer_pieces_than_it_was_sent(serve: Callable) -> None:
+@pytest.fixture
+def coalesce_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads coalesce from an answer's second arrival on (not after SUSTAINED_S of it)."""
+    monkeypatch.setattr(asyncio_backend, "SUSTAINED_S", 0.0)
+
+
+async def test_a_fast_stream_is_read_in_fewer_pieces_than_it_was_sent(
+    serve: Callable, coalesce_at_once: None
+) -> None:
     pieces = [b"data: %03d\n\n" % i for i in range(40)]
 
     async def paced(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -66,36 +76,63 @@ async def test_a_fast_stream_is_read_in_fewer_pieces_than_it_was_sent(serve: Cal
     assert len(reads) <= len(pieces) // 3, f"{len(reads)} reads for {len(pieces)} pieces"
 
 
-async def test_bytes_after_a_quiet_spell_are_read_at_once(serve: Callable) -> None:
-    sent = asyncio.Event()
+async def test_a_short_answer_is_not_slowed(serve: Callable) -> None:
+    pieces = [b"data: %03d\n\n" % i for i in range(5)]
 
+    async def quick(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readexactly(1)
+        for piece in pieces:  # a whole answer well within SUSTAINED_S
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.001)
+        writer.close()
+
+    port = await serve(quick)
+    # A rest of a minute: only reads that never rest can pass the bound below.
+    stream = await AsyncioBackend(coalesce_s=60.0).connect_tcp("127.0.0.1", port)
+    await stream.write(b"!")
+    reads = await asyncio.wait_for(read_all(stream), 5.0)
+    await stream.aclose()
+    assert b"".join(reads) == b"".join(pieces)
+
+
+async def test_bytes_after_a_quiet_spell_are_read_at_once(
+    serve: Callable, coalesce_at_once: None
+) -> None:
     async def on_cue(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readexactly(1)  # the cue
         writer.write(b"first")
         await writer.drain()
-        sent.set()
         await reader.read()
 
     port = await serve(on_cue)
-    # A rest of a minute: only a read that does not wait for it can pass the bound below.
     stream = await AsyncioBackend(coalesce_s=60.0).connect_tcp("127.0.0.1", port)
     await stream.write(b"!")
     assert await asyncio.wait_for(stream.read(1024), 5.0) == b"first"
     await stream.aclose()
 
 
-async def test_a_new_request_is_answered_without_waiting_for_the_rest(serve: Callable) -> None:
-    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def test_a_new_request_is_answered_without_waiting_for_the_rest(
+    serve: Callable, coalesce_at_once: None
+) -> None:
+    async def two_then_echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readexactly(2)
+        writer.write(b"1")
+        await writer.drain()
+        await asyncio.sleep(0.01)
+        writer.write(b"2")  # a second arrival: the socket rests after it
+        await writer.drain()
         while data := await reader.read(1024):
             writer.write(data)
             await writer.drain()
 
-    port = await serve(echo)
+    port = await serve(two_then_echo)
     stream = await AsyncioBackend(coalesce_s=60.0).connect_tcp("127.0.0.1", port)
-    await stream.write(b"one")
-    assert await asyncio.wait_for(stream.read(1024), 5.0) == b"one"  # the socket rests now
-    await stream.write(b"two")  # a new request ends the rest
-    assert await asyncio.wait_for(stream.read(1024), 5.0) == b"two"
+    await stream.write(b"go")
+    assert await asyncio.wait_for(stream.read(1024), 5.0) == b"1"
+    assert await asyncio.wait_for(stream.read(1024), 5.0) == b"2"  # the socket rests now
+    await stream.write(b"three")  # a new request ends the rest
+    assert await asyncio.wait_for(stream.read(1024), 5.0) == b"three"
     await stream.aclose()
 
 

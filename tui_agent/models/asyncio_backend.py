@@ -1,25 +1,28 @@
-"""An httpcore network backend on an asyncio ``Protocol``, with read coalescing, for the shared
-client of the direct model path (``http_client``).
+"""An httpcore network backend on an asyncio ``Protocol``, with read coalescing, under the shared
+``httpx.AsyncClient`` of the direct model path (``http_client``; TLS, HTTP/1.1, the pool and
+keep-alive stay httpx's and httpcore's).
 
-Why: a provider streaming 500 tokens a second sends 500 small TCP segments a second, and through
-httpcore's default backend each one costs a read through anyio (a cancel scope, a
+Why: a provider streaming 500 tokens a second sends 500 small TCP segments a second. Through
+httpcore's default backend each costs a read through anyio (a cancel scope, and a
 ``pause_reading``/``resume_reading`` pair: two ``epoll_ctl`` calls) and a wake of the reading
-task. This backend keeps the socket registered, buffers what arrives in ``data_received`` and
-hands the reader everything buffered in one ``read``.
+task, then the whole httpx/h11/SSE stack for that one event. Four such streams took a third of
+a core before anything was painted.
 
-Read coalescing: a stream that is being read wakes its reader at most once per
-:data:`COALESCE_S` (a leading-edge throttle). The first bytes after a quiet spell (a response's
-headers, a chunk after a pause) wake it at once; during a fast stream the next wake waits until
-the window has passed since the last, so one read takes several SSE events. The added latency is
-below :data:`COALESCE_S` (4 ms: a quarter of a frame at 60 fps) and only while chunks come
-faster than that; ``benchmarks/bench_direct_stream.py`` prints it beside the CPU it saves.
+Read coalescing: each time bytes arrive, the socket *rests* (is not read) for
+:data:`COALESCE_S`; what the server sends meanwhile waits in the kernel and is read, parsed and
+handed on in one piece when the rest ends. The first bytes after a quiet spell (a response's
+headers, the first token, a chunk after a pause) are read at once, and a new request ends a rest
+at once, so only a fast stream is slowed: each delta is seen at most :data:`COALESCE_S` (8 ms,
+half a frame at 60 fps) after it arrived. ``benchmarks/bench_direct_stream.py`` prints how late
+deltas were seen beside the CPU, with and without coalescing. Over TLS the socket's own
+transport rests under the TLS one, so the records wait in the kernel too.
 
-It keeps httpcore's contract: ``read`` returns ``b""`` at the end of the stream, raises
-``httpcore.ReadError`` once the stream was closed (an abort closing the response while a read
-waits) or the connection broke, ``httpcore.ReadTimeout``/``WriteTimeout``/``ConnectTimeout``
-past a given timeout, ``ConnectError`` when no connection could be made; ``is_readable`` (how
-httpcore sees that a kept-alive connection was closed by the server) is exact without a syscall
-once the loop has seen the close. Tested in ``tests/test_asyncio_backend.py`` and by every
+It keeps httpcore's contract: ``read`` returns ``b""`` at the end of the stream and at most
+``max_bytes``, raises ``httpcore.ReadError`` once the stream was closed (an abort closing the
+response while a read waits) or the connection broke, ``ReadTimeout``/``WriteTimeout``/
+``ConnectTimeout`` past a given timeout, ``ConnectError`` when no connection could be made;
+``is_readable`` (how httpcore sees that the server closed a kept-alive connection) is true once
+the server sent or closed anything. Tested in ``tests/test_asyncio_backend.py`` and by every
 direct-path test (``tests/test_openai_http.py`` and the suites parametrised by ``route``).
 """
 
@@ -35,6 +38,7 @@ from typing import Any
 import httpcore
 
 COALESCE_S = 0.008  # the longest a waiting reader is kept from bytes that have arrived
+SUSTAINED_S = 0.05  # an answer streams this long before its reads coalesce
 _HIGH_WATER = 256 * 1024  # buffered bytes at which the socket stops being read
 _HAPPY_EYEBALLS_S = 0.25  # as anyio's connect_tcp: try the next address after this
 
@@ -60,6 +64,7 @@ class _ReadBuffer(asyncio.Protocol):
         self.error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._resting: asyncio.TimerHandle | None = None  # the socket rests until this fires
+        self._coalesce_from = float("inf")  # when this answer's reads start to coalesce
         self._full = False  # the buffer is at its high-water mark
         self._reading = True
         self._drained: asyncio.Future[None] | None = None
@@ -74,7 +79,11 @@ class _ReadBuffer(asyncio.Protocol):
         if self.size >= _HIGH_WATER:
             self._full = True
         if self.coalesce_s and self._resting is None:
-            self._resting = self.loop.call_later(self.coalesce_s, self._rested)
+            now = self.loop.time()
+            if self._coalesce_from == float("inf"):  # the answer's first bytes
+                self._coalesce_from = now + SUSTAINED_S
+            elif now >= self._coalesce_from:
+                self._resting = self.loop.call_at(now + self.coalesce_s, self._rested)
         self._set_reading()
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -105,8 +114,14 @@ class _ReadBuffer(asyncio.Protocol):
         self._resting = None
         self._set_reading()
 
+    def new_request(self) -> None:
+        """A request is sent on this connection: its answer is read as it comes, and coalesced
+        only once it has streamed for SUSTAINED_S."""
+        self._coalesce_from = float("inf")
+        self.stop_resting()
+
     def stop_resting(self) -> None:
-        """Read the socket again now (a new request: its answer must not wait)."""
+        """Read the socket again now."""
         if self._resting is not None:
             self._resting.cancel()
             self._resting = None
@@ -206,7 +221,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             return
         if self._closed or self._buffer.lost or self._transport.is_closing():
             raise httpcore.WriteError("the connection is closed")
-        self._buffer.stop_resting()  # a new request: its answer is read as soon as it comes
+        self._buffer.new_request()
         self._transport.write(data)
         await self._buffer.drain(timeout)
         if self._buffer.lost and self._buffer.error is not None:
