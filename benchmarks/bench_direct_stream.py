@@ -4,9 +4,10 @@
    ``Agent.stream`` on the direct path beside raw httpx + SSE lines + ``json.loads``, the direct
    model alone, and ``Agent.stream`` through litellm. Goal: direct ``Agent.stream`` <= 2x raw.
 2. Four concurrent ``Agent.stream`` runs at 500 chunks/s each for ``--seconds`` (20 by default):
-   CPU of this process, direct beside litellm, beside four raw httpx streams, and beside four
-   bare asyncio socket readers (at 2,000 separate reads a second the cost is per read, not per
-   byte: that is the event loop's floor). Goal: direct <= 15%.
+   CPU of this process, direct beside litellm, beside four raw httpx streams, beside four bare
+   asyncio socket readers (a read per chunk: the event loop's floor), and beside the direct path
+   with read coalescing off (``asyncio_backend.COALESCE_S = 0``); with each, how late its deltas
+   were seen against the server's schedule (what coalescing costs). Goal: direct <= 15%.
 3. Time to first token from a cold process on ``local/smollm2`` (needs the ``local`` extra), and
    whether litellm was imported by then, beside the same forced through litellm.
 4. ``generate()`` over HTTP, ms per call, direct beside bare httpx and beside litellm
