@@ -1,16 +1,18 @@
 """The direct path's network backend (``tui_agent.models.asyncio_backend``): reads coalesce while
 a stream is fast and sustained and not otherwise, a close or a timeout ends a waiting read, the
 end of a stream and a server's close are seen, a large body passes the buffer's high-water mark
-intact, and the shared client streams over TLS with it (a self-signed certificate made with
-``openssl``), an abort closing a TLS stream at once."""
+intact; through the shared client a fast answer comes in batches, it streams over TLS (a
+self-signed certificate made with ``openssl``), and an abort closes a TLS stream at once."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import shutil
 import socket
 import ssl
 import subprocess
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -22,7 +24,9 @@ from openai_server import FakeOpenAIServer
 from tui_agent import Agent
 from tui_agent.models import asyncio_backend
 from tui_agent.models.asyncio_backend import AsyncioBackend
+from tui_agent.models.base import ModelRequest, TextDelta
 from tui_agent.models.http_client import close_shared_client
+from tui_agent.models.openai_http import OpenAIHTTPModel
 
 Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -207,6 +211,22 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
         port = bound.getsockname()[1]
         with pytest.raises(httpcore.ConnectError):
             await AsyncioBackend().connect_tcp("127.0.0.1", port)
+
+
+async def test_a_fast_answer_through_the_shared_client_comes_in_batches(
+    openai_server: FakeOpenAIServer, coalesce_at_once: None
+) -> None:
+    # 100 deltas at 500 a second, 2 ms apart: read one by one, each would come after a gap.
+    openai_server.script({"text": "abcd" * 100, "rate": 500})
+    model = OpenAIHTTPModel("openai/fake", api_base=openai_server.base_url, api_key="sk-test")
+    seen: list[float] = []
+    async for event in model.stream(ModelRequest([{"role": "user", "content": "hi"}])):
+        if isinstance(event, TextDelta):
+            seen.append(time.perf_counter())
+    await close_shared_client()
+    gaps = sum(later - earlier > 0.001 for earlier, later in itertools.pairwise(seen))
+    assert len(seen) == 100
+    assert gaps <= len(seen) // 2, f"{gaps} gaps between {len(seen)} deltas: no batches"
 
 
 # -- TLS ---------------------------------------------------------------------------------------
