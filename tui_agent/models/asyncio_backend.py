@@ -230,8 +230,8 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
-            self._buffer.closing()
-            self._transport.close()  # a read waiting on it raises ReadError now
+            self._buffer.closing()  # a read waiting on it raises ReadError now
+            self._transport.close()
 
     async def start_tls(
         self,
