@@ -77,8 +77,44 @@ LOG_FLUSH_S = 0.05  # text deltas reach the log (and other processes) at most th
 ABORT_POLL_S = 0.1  # how often a run looks for an abort requested from another process
 # A model that streams without ever waiting (a scripted or cached reply) would otherwise push its
 # whole answer before a reader sees the first delta: the run lets readers in after its first
-# delta and then at least this often.
+# delta and then at least this often (see _ReaderTurns).
 YIELD_EVERY_S = 0.001
+
+
+class _ReaderTurns:
+    """When a model step must let readers in: after its first delta, then once YIELD_EVERY_S
+    has passed without the loop going round. A stream that waits for the network lets the loop
+    round by itself (a coalesced read brings several deltas, then waits): no extra turn is
+    taken for it, which would cost a wake of the run and of each reader per read."""
+
+    __slots__ = ("_due", "_loop", "_went_round")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._due = 0.0
+        self._went_round = False
+
+    def due(self) -> bool:
+        """True if the caller must ``await asyncio.sleep(0)`` (then call :meth:`given`)."""
+        now = self._loop.time()
+        if now < self._due:
+            return False
+        self._due = now + YIELD_EVERY_S
+        if not self._went_round:
+            return True
+        self._watch()  # readers have had their turn since the last look
+        return False
+
+    def given(self) -> None:
+        self._due = self._loop.time() + YIELD_EVERY_S
+        self._watch()
+
+    def _watch(self) -> None:
+        self._went_round = False
+        self._loop.call_soon(self._round)
+
+    def _round(self) -> None:
+        self._went_round = True
 
 
 class _Aborted(Exception):
@@ -423,8 +459,7 @@ class Run:
         end = StepEnd("stop")
         self._partial_parts = text  # joined only if the run ends mid-answer
         processed = bool(self.plan.output_processors)  # else a delta is shown as it comes
-        loop = asyncio.get_running_loop()
-        yield_at = 0.0  # the first delta goes to readers at once
+        turns = _ReaderTurns(asyncio.get_running_loop())
         async for event in self.plan.model.stream(request):
             if type(event) is TextDelta:
                 if event.text:
@@ -435,9 +470,9 @@ class Run:
                     if chunk:
                         text.append(chunk)
                         self.emit(TEXT_DELTA, {"text": chunk})
-                        if loop.time() >= yield_at:
+                        if turns.due():
                             await asyncio.sleep(0)  # let readers see what was pushed
-                            yield_at = loop.time() + YIELD_EVERY_S
+                            turns.given()
             elif type(event) is ToolCallDelta:
                 _add_tool_delta(calls, event)
             elif type(event) is StepEnd:
