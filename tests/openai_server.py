@@ -19,6 +19,8 @@ A reply is one of:
 - ``{"error": 500, "message": "...", "retry_after": "2"}``: that HTTP status with an
   OpenAI-style error body (and that ``Retry-After`` header; a 429 says ``0`` unless told).
 
+``tls=ssl_context`` serves HTTPS (``base_url`` says ``https``).
+
 ``peers`` holds each chat request's client address (the same one: a reused connection).
 
 Without a script, every request gets ``default_reply``. ``handler(body) -> reply`` overrides both.
@@ -29,6 +31,7 @@ from __future__ import annotations
 import json
 import select
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -46,8 +49,10 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: 
 class FakeOpenAIServer:
     """Serves ``POST /v1/chat/completions`` on 127.0.0.1 from a background thread."""
 
-    def __init__(self, *, chunk_size: int = 4, default_reply: Reply = "ok", port: int = 0) -> None:
+    def __init__(self, *, chunk_size: int = 4, default_reply: Reply = "ok", port: int = 0,
+                 tls: ssl.SSLContext | None = None) -> None:
         self._port = port
+        self._tls = tls
         self.chunk_size = chunk_size
         self.default_reply = default_reply
         self.handler: Callable[[dict[str, Any]], Reply] | None = None
@@ -67,6 +72,8 @@ class FakeOpenAIServer:
     def start(self) -> FakeOpenAIServer:
         self._httpd = _QuietServer(("127.0.0.1", self._port), _make_handler(self))
         self._httpd.daemon_threads = True
+        if self._tls is not None:
+            self._httpd.socket = self._tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
                                         name="fake-openai-server")
         self._thread.start()
@@ -96,7 +103,8 @@ class FakeOpenAIServer:
     @property
     def base_url(self) -> str:
         """The OpenAI base URL (what OPENAI_BASE_URL / api_base take)."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/v1"
 
     # -- scripting -------------------------------------------------------------------------
     def script(self, *replies: Reply) -> None:
@@ -194,6 +202,8 @@ class _Handler(BaseHTTPRequestHandler):
         readable, _, _ = select.select([self.connection], [], [], 0)
         if not readable:
             return False
+        if isinstance(self.connection, ssl.SSLSocket):
+            return True  # mid-answer a TLS client sends nothing but its close (no peeking)
         try:
             return self.connection.recv(1, socket.MSG_PEEK) == b""
         except OSError:

@@ -45,8 +45,10 @@ class AgentOutput:
         return self._chunks()
 
     async def _chunks(self) -> AsyncIterator[dict[str, Any]]:
+        queue = self._queue
         while True:
-            chunk = await self._queue.get()
+            # What is queued already is taken without an await (a coalesced read pushes several).
+            chunk = queue.get_nowait() if queue.qsize() else await queue.get()
             if chunk is _END:
                 return
             yield chunk

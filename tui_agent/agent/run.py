@@ -77,8 +77,44 @@ LOG_FLUSH_S = 0.05  # text deltas reach the log (and other processes) at most th
 ABORT_POLL_S = 0.1  # how often a run looks for an abort requested from another process
 # A model that streams without ever waiting (a scripted or cached reply) would otherwise push its
 # whole answer before a reader sees the first delta: the run lets readers in after its first
-# delta and then at least this often.
+# delta and then at least this often (see _ReaderTurns).
 YIELD_EVERY_S = 0.001
+
+
+class _ReaderTurns:
+    """When a model step must let readers in: after its first delta, then once YIELD_EVERY_S
+    has passed without the loop going round. A stream that waits for the network lets the loop
+    round by itself (a coalesced read brings several deltas, then waits): no extra turn is
+    taken for it, which would cost a wake of the run and of each reader per read."""
+
+    __slots__ = ("_due", "_loop", "_went_round")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._due = 0.0
+        self._went_round = False
+
+    def due(self) -> bool:
+        """True if the caller must ``await asyncio.sleep(0)`` (then call :meth:`given`)."""
+        now = self._loop.time()
+        if now < self._due:
+            return False
+        self._due = now + YIELD_EVERY_S
+        if not self._went_round:
+            return True
+        self._watch()  # readers have had their turn since the last look
+        return False
+
+    def given(self) -> None:
+        self._due = self._loop.time() + YIELD_EVERY_S
+        self._watch()
+
+    def _watch(self) -> None:
+        self._went_round = False
+        self._loop.call_soon(self._round)
+
+    def _round(self) -> None:
+        self._went_round = True
 
 
 class _Aborted(Exception):
@@ -145,7 +181,7 @@ class Run:
         self.steps: list[StepResult] = []
         self.usage = Usage()
         self._log: list[EventIn] = []
-        self._partial = ""
+        self._partial_parts: list[str] = []  # the answer streamed so far in this step
         self._flusher: asyncio.Task[None] | None = None
         self._flush_waiting = False
         self.local_signals: list[dict[str, Any]] = []  # memoryless runs only
@@ -440,22 +476,22 @@ class Run:
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         end = StepEnd("stop")
-        self._partial = ""
-        loop = asyncio.get_running_loop()
-        yield_at = 0.0  # the first delta goes to readers at once
+        self._partial_parts = text  # joined only if the run ends mid-answer
+        processed = bool(self.plan.output_processors)  # else a delta is shown as it comes
+        turns = _ReaderTurns(asyncio.get_running_loop())
         async for event in self.plan.model.stream(request):
             if type(event) is TextDelta:
                 if event.text:
                     # The answer is what the caller saw: a redacting stream processor must
                     # not leak the original into the result or the stored message.
-                    chunk = await self.deps.process_output_chunk(event.text, self)
+                    chunk = (await self.deps.process_output_chunk(event.text, self) if processed
+                             else event.text)
                     if chunk:
                         text.append(chunk)
-                        self._partial += chunk
                         self.emit(TEXT_DELTA, {"text": chunk})
-                        if loop.time() >= yield_at:
+                        if turns.due():
                             await asyncio.sleep(0)  # let readers see what was pushed
-                            yield_at = loop.time() + YIELD_EVERY_S
+                            turns.given()
             elif type(event) is ToolCallDelta:
                 _add_tool_delta(calls, event)
             elif type(event) is StepEnd:
@@ -595,7 +631,7 @@ class Run:
                 for c in outcome.calls
             ]
         self.messages.append(message)
-        self._partial = ""
+        self._partial_parts = []
         return MessageIn("assistant", outcome.text, self.run_id, metadata=metadata)
 
     def _tool_message(self, result: ToolResult) -> MessageIn:
@@ -723,6 +759,11 @@ class Run:
         result.scores = await self.deps.score(self, result)
         return result
 
+    @property
+    def _partial(self) -> str:
+        """What the current step has streamed of its answer so far."""
+        return "".join(self._partial_parts)
+
     async def _finish_aborted(self) -> GenerateResult:
         partial = self._partial
         messages = []
@@ -753,8 +794,9 @@ class Run:
         if isinstance(error, LeaseLostError):
             return  # the thread is another run's now: this run's end stays "interrupted"
         # What was already said stays said: the partial answer is stored, marked failed.
-        partial = [] if not self._partial else [
-            MessageIn("assistant", self._partial, self.run_id, metadata={"failed": True})
+        said = self._partial
+        partial = [] if not said else [
+            MessageIn("assistant", said, self.run_id, metadata={"failed": True})
         ]
         try:
             outcome = await asyncio.shield(

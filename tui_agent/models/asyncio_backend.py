@@ -1,0 +1,350 @@
+"""An httpcore network backend on an asyncio ``Protocol``, with read coalescing, under the shared
+``httpx.AsyncClient`` of the direct model path (``http_client``; TLS, HTTP/1.1, the pool and
+keep-alive stay httpx's and httpcore's).
+
+Why: a provider streaming 500 tokens a second sends 500 small TCP segments a second. Through
+httpcore's default backend each costs a read through anyio (a cancel scope, and a
+``pause_reading``/``resume_reading`` pair: two ``epoll_ctl`` calls) and a wake of the reading
+task, then the whole httpx/h11/SSE stack for that one event. Four such streams took a third of
+a core before anything was painted.
+
+Read coalescing: each time bytes arrive, the socket *rests* (is not read) for
+:data:`COALESCE_S`; what the server sends meanwhile waits in the kernel and is read, parsed and
+handed on in one piece when the rest ends. The first bytes after a quiet spell (a response's
+headers, the first token, a chunk after a pause) are read at once, and a new request ends a rest
+at once, so only a fast stream is slowed: each delta is seen at most :data:`COALESCE_S` (8 ms,
+half a frame at 60 fps) after it arrived. ``benchmarks/bench_direct_stream.py`` prints how late
+deltas were seen beside the CPU, with and without coalescing. Over TLS the socket's own
+transport rests under the TLS one, so the records wait in the kernel too.
+
+It keeps httpcore's contract: ``read`` returns ``b""`` at the end of the stream and at most
+``max_bytes``, raises ``httpcore.ReadError`` once the stream was closed (an abort closing the
+response while a read waits) or the connection broke, ``ReadTimeout``/``WriteTimeout``/
+``ConnectTimeout`` past a given timeout, ``ConnectError`` when no connection could be made;
+``is_readable`` (how httpcore sees that the server closed a kept-alive connection) is true once
+the server sent or closed anything. Tested in ``tests/test_asyncio_backend.py`` and by every
+direct-path test (``tests/test_openai_http.py`` and the suites parametrised by ``route``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import select
+import socket
+import ssl
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore
+
+COALESCE_S = 0.008  # the longest a waiting reader is kept from bytes that have arrived
+SUSTAINED_S = 0.05  # an answer streams this long before its reads coalesce
+_HIGH_WATER = 256 * 1024  # buffered bytes at which the socket stops being read
+_HAPPY_EYEBALLS_S = 0.25  # as anyio's connect_tcp: try the next address after this
+
+
+class _ReadBuffer(asyncio.Protocol):
+    """What the event loop has read from one connection, and the reader waiting for it.
+
+    Coalescing: each time bytes arrive the socket rests (is not read) for ``coalesce_s``; what
+    the server sends meanwhile waits in the kernel and is read in one piece when the rest ends.
+    The first bytes after a quiet spell are delivered at once. Over TLS it is the socket's own
+    transport that rests, under the TLS one: the records wait in the kernel too, and are
+    decrypted in one pass."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, coalesce_s: float) -> None:
+        self.loop = loop
+        self.coalesce_s = coalesce_s
+        self.transport: Any = None  # what is written to and closed (the TLS one over TLS)
+        self.socket_transport: Any = None  # what rests: the socket's own transport
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.eof = False
+        self.lost = False
+        self.error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._resting: asyncio.TimerHandle | None = None  # the socket rests until this fires
+        self._coalesce_from = float("inf")  # when this answer's reads start to coalesce
+        self._full = False  # the buffer is at its high-water mark
+        self._reading = True
+        self._drained: asyncio.Future[None] | None = None
+
+    # -- asyncio.Protocol --------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = self.socket_transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size >= _HIGH_WATER:
+            self._full = True
+        if self.coalesce_s and self._resting is None:
+            now = self.loop.time()
+            if self._coalesce_from == float("inf"):  # the answer's first bytes
+                self._coalesce_from = now + SUSTAINED_S
+            elif now >= self._coalesce_from:
+                self._resting = self.loop.call_at(now + self.coalesce_s, self._rested)
+        self._set_reading()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def eof_received(self) -> None:
+        self.eof = True
+        self.wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.error = exc
+        self.stop_resting()
+        self.wake()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._drained = self.loop.create_future()
+
+    def resume_writing(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._drained = None
+
+    # -- reading on and off ------------------------------------------------------------------
+    def _rested(self) -> None:
+        self._resting = None
+        self._set_reading()
+
+    def new_request(self) -> None:
+        """A request is sent on this connection: its answer is read as it comes, and coalesced
+        only once it has streamed for SUSTAINED_S."""
+        self._coalesce_from = float("inf")
+        self.stop_resting()
+
+    def stop_resting(self) -> None:
+        """Read the socket again now."""
+        if self._resting is not None:
+            self._resting.cancel()
+            self._resting = None
+            self._set_reading()
+
+    def closing(self) -> None:
+        """The stream is being closed: no more resting (a TLS close reads the server's answer to
+        it), and a waiting read ends now."""
+        if self._resting is not None:
+            self._resting.cancel()
+            self._resting = None
+        self._full = False
+        self._set_reading()
+        self.lost = True
+        self.wake()
+
+    def _set_reading(self) -> None:
+        reading = self._resting is None and not self._full
+        if reading != self._reading and not self.lost:
+            self._reading = reading
+            if reading:
+                self.socket_transport.resume_reading()
+            else:
+                self.socket_transport.pause_reading()
+
+    # -- for the stream ----------------------------------------------------------------------
+    def wake(self) -> None:
+        """Wake the waiting reader (bytes, the end, a break or a close)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def take(self, max_bytes: int) -> bytes:
+        chunks = self.chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if len(data) > max_bytes:
+            self.chunks = [data[max_bytes:]]
+            data = data[:max_bytes]
+        else:
+            self.chunks = []
+        self.size -= len(data)
+        if self._full and self.size < _HIGH_WATER // 4:
+            self._full = False
+            self._set_reading()
+        return data
+
+    async def wait(self, timeout: float | None) -> None:
+        """Until bytes arrive, the stream ends or breaks, or ``timeout`` (ReadTimeout)."""
+        waiter = self._waiter = self.loop.create_future()
+        timer = (self.loop.call_later(timeout, _expire, waiter) if timeout is not None
+                 else None)
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+
+    async def drain(self, timeout: float | None) -> None:
+        if self._drained is None:
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self._drained)
+        except TimeoutError:
+            raise httpcore.WriteTimeout("timed out sending the request") from None
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(httpcore.ReadTimeout("timed out waiting for the response"))
+
+
+class AsyncioStream(httpcore.AsyncNetworkStream):
+    """One connection: reads come from its :class:`_ReadBuffer`, writes go to the transport."""
+
+    def __init__(self, transport: Any, buffer: _ReadBuffer) -> None:
+        self._transport = transport
+        self._buffer = buffer
+        self._closed = False
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        buffer = self._buffer
+        if not buffer.chunks:
+            if not (buffer.eof or buffer.lost or self._closed):
+                await buffer.wait(timeout)
+            if self._closed:
+                raise httpcore.ReadError("the connection was closed")
+            if not buffer.chunks:
+                if buffer.error is not None:
+                    raise httpcore.ReadError(str(buffer.error) or type(buffer.error).__name__)
+                return b""  # the end of the stream
+        return buffer.take(max_bytes)
+
+    async def write(self, data: bytes, timeout: float | None = None) -> None:
+        if not data:
+            return
+        if self._closed or self._buffer.lost or self._transport.is_closing():
+            raise httpcore.WriteError("the connection is closed")
+        self._buffer.new_request()
+        self._transport.write(data)
+        await self._buffer.drain(timeout)
+        if self._buffer.lost and self._buffer.error is not None:
+            raise httpcore.WriteError(str(self._buffer.error))
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._buffer.closing()  # a read waiting on it raises ReadError now
+            self._transport.close()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = self._buffer.loop
+        try:
+            async with asyncio.timeout(timeout):
+                tls = await loop.start_tls(self._transport, self._buffer, ssl_context,
+                                           server_hostname=server_hostname)
+        except TimeoutError:
+            await self.aclose()
+            raise httpcore.ConnectTimeout("timed out in the TLS handshake") from None
+        except (OSError, ssl.SSLError) as exc:
+            await self.aclose()
+            raise httpcore.ConnectError(str(exc)) from exc
+        if tls is None:
+            raise httpcore.ConnectError("the connection closed during the TLS handshake")
+        self._buffer.transport = tls
+        return AsyncioStream(tls, self._buffer)
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable":
+            return self._is_readable()
+        names = {"ssl_object": "ssl_object", "client_addr": "sockname",
+                 "server_addr": "peername", "socket": "socket"}
+        return self._transport.get_extra_info(names[info]) if info in names else None
+
+    def _is_readable(self) -> bool:
+        """True if the server sent something or closed: an idle connection not to reuse. The
+        loop may not have seen a close yet, so an idle socket is polled once."""
+        buffer = self._buffer
+        if buffer.chunks or buffer.eof or buffer.lost or self._closed:
+            return True
+        sock = self._transport.get_extra_info("socket")
+        if sock is None or sock.fileno() < 0:
+            return True
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable)
+
+
+class AsyncioBackend(httpcore.AsyncNetworkBackend):
+    """Opens :class:`AsyncioStream` connections on the running loop."""
+
+    def __init__(self, coalesce_s: float | None = None) -> None:
+        self.coalesce_s = COALESCE_S if coalesce_s is None else coalesce_s
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        local = (local_address, 0) if local_address else None
+        return await self._connect(
+            loop.create_connection(self._buffer_factory(loop), host, port, local_addr=local,
+                                   happy_eyeballs_delay=_HAPPY_EYEBALLS_S),
+            timeout, socket_options)
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        return await self._connect(loop.create_unix_connection(self._buffer_factory(loop), path),
+                                   timeout, socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    def _buffer_factory(self, loop: asyncio.AbstractEventLoop) -> Any:
+        return lambda: _ReadBuffer(loop, self.coalesce_s)
+
+    async def _connect(self, opening: Any, timeout: float | None,
+                       socket_options: Iterable[Any] | None) -> AsyncioStream:
+        try:
+            async with asyncio.timeout(timeout):
+                transport, buffer = await opening
+        except TimeoutError:
+            raise httpcore.ConnectTimeout("timed out connecting") from None
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        sock: socket.socket | None = transport.get_extra_info("socket")
+        for option in socket_options or ():
+            if sock is not None:
+                sock.setsockopt(*option)
+        return AsyncioStream(transport, buffer)
+
+
+def asyncio_transport(limits: Any, ssl_context: ssl.SSLContext | None = None) -> Any:
+    """An ``httpx.AsyncHTTPTransport`` whose connection pool runs on :class:`AsyncioBackend`;
+    TLS, HTTP/1.1, keep-alive and the pool are httpx's and httpcore's as before. The SSL context
+    is httpx's default (certifi, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``) unless one is given."""
+    import httpx
+
+    context = ssl_context or httpx.create_ssl_context()
+
+    class AsyncioTransport(httpx.AsyncHTTPTransport):
+        def __init__(self) -> None:
+            super().__init__(verify=context, limits=limits)
+            self._pool = httpcore.AsyncConnectionPool(
+                ssl_context=context,
+                max_connections=limits.max_connections,
+                max_keepalive_connections=limits.max_keepalive_connections,
+                keepalive_expiry=limits.keepalive_expiry,
+                network_backend=AsyncioBackend(),
+            )
+
+    return AsyncioTransport()
