@@ -108,3 +108,13 @@ def test_new_entries_wait_while_the_view_is_scrolled_up() -> None:
     assert held.added == [] and transcript.waiting == 1
     assert [e.text for e in transcript.take_changes().added] == ["ping"]
     assert transcript.waiting == 0
+
+
+def test_pruning_also_bounds_the_text_kept_so_long_answers_do_not_pile_up() -> None:
+    transcript = Transcript()
+    transcript.load_history([record(f"m{i}", "user", str(i) * 1000) for i in range(10)])
+    transcript.take_changes()
+    assert transcript.prune_to(60, max_chars=3500) == 7  # three of 1,000 characters fit
+    assert [e.text[0] for e in transcript.entries] == ["7", "8", "9"]
+    assert transcript.prune_to(60, max_chars=10) == 2  # never the newest entry
+    assert [e.text[0] for e in transcript.entries] == ["9"]

@@ -333,14 +333,24 @@ class Transcript:
         self._added = [e for e in self._added if id(e) not in ids]
         self._prepended = [e for e in self._prepended if id(e) not in ids]
 
-    def prune_to(self, keep: int) -> int:
-        """Drop the oldest entries so at most ``keep`` remain, never inside a live answer.
-        Returns how many were dropped (their history can be paged back in)."""
-        excess = len(self.entries) - keep
-        if excess <= 0:
-            return 0
+    def prune_to(self, keep: int, max_chars: int | None = None) -> int:
+        """Drop the oldest entries so at most ``keep`` remain and, with ``max_chars``, their
+        text totals at most that (long answers weigh what they render), never inside a live
+        answer and never the newest entry. Returns how many were dropped (their history can be
+        paged back in)."""
         live = {e.key for e in self._open_text.values()}
-        gone = [e for e in self.entries[:excess] if e.key not in live]
+        excess = len(self.entries) - keep
+        total = sum(len(e.text) for e in self.entries) if max_chars is not None else 0
+        gone: list[Entry] = []
+        for entry in self.entries[:-1]:
+            over_count = excess > 0
+            over_size = max_chars is not None and total > max_chars
+            if not (over_count or over_size):
+                break
+            excess -= 1
+            total -= len(entry.text)
+            if entry.key not in live:
+                gone.append(entry)
         self._drop(gone)
         return len(gone)
 

@@ -23,6 +23,10 @@ from tui_agent.app.widgets.tool_call import ToolCall
 from tui_agent.app.widgets.user_message import UserMessage
 
 MAX_ENTRIES = 60  # mounted entries per pane (an answer is 3 widgets): ~≤ 200 widgets a pane
+# ... and at most this much of their text: long answers weigh their rendered lines in memory
+# (and in every full pass of the garbage collector), so a pane of long answers keeps ~2,000
+# lines; older ones page back in from memory (benchmarks/bench_app_soak.py).
+MAX_TEXT_CHARS = 100_000
 WIDGETS = {"user": UserMessage, "assistant": AssistantMessage, "tool": ToolCall,
            "signal": SignalLine, "marker": RunMarker}
 
@@ -64,7 +68,8 @@ class TranscriptView(VerticalScroll, can_focus=True):
     async def sync(self) -> int:
         """Mount what the transcript added, refresh what changed, remove what it dropped.
         Returns how many old entries were pruned from the top (history can page them back)."""
-        pruned = self.transcript.prune_to(MAX_ENTRIES) if self.following else 0
+        pruned = (self.transcript.prune_to(MAX_ENTRIES, MAX_TEXT_CHARS) if self.following
+                  else 0)
         changes = self.transcript.take_changes(with_added=self.following)
         with self.app.batch_update():
             for entry in changes.removed:
