@@ -3,6 +3,7 @@ loses no text mid-stream, re-wraps on a width change, and renders each finished 
 
 from __future__ import annotations
 
+import gc
 import random
 import re
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.segment import Segment
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Offset
@@ -23,6 +25,7 @@ from tui_agent.app.widgets.markdown_stream import (
     render_final,
     render_markdown,
 )
+from tui_agent.app.widgets.packed_lines import PackedLines
 from tui_agent.cli.render import split_blocks
 
 ANSWERS = {
@@ -419,3 +422,24 @@ def test_the_final_lines_equal_the_whole_render_for_any_mix_of_blocks() -> None:
                                  options, console)
         whole = render_markdown(text, width, True, options, console).lines
         assert text_of(lines) == text_of(whole), text
+
+
+def test_packed_lines_read_back_as_packed_and_cost_the_collector_nothing() -> None:
+    width = 60
+    console = Console(width=width)
+    text = "\n\n".join(SNIPPETS * 20)
+    lines = render_markdown(text, width, True, console.options.update_width(width),
+                            console).lines
+    packed = PackedLines()
+    packed.extend(lines)
+    assert len(packed) == len(lines)
+    assert [packed[y] for y in range(len(packed))] == [
+        [Segment(s.text, s.style) for s in line] for line in lines]
+    gc.collect()
+    tracked_before = len(gc.get_objects())
+    more = PackedLines()
+    more.extend(lines)
+    gc.collect()  # untracks the tuples of texts and of style indexes ...
+    gc.collect()  # ... then the tuples that hold them
+    # a few objects for the container and its styles, not one or more per line
+    assert len(gc.get_objects()) - tracked_before < len(lines) // 10

@@ -27,6 +27,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tui_agent.app.widgets.packed_lines import Line, PackedLines
 from tui_agent.cli.render import block_spans, split_blocks
 
 DARK_CODE_THEME = "monokai"
@@ -55,11 +56,11 @@ def _markdown(source: str, code_theme: str) -> Markdown:
     return markdown
 
 
-# A rendered line is kept as its segments, not as a ``Strip``: a ``Strip`` carries seven caches
-# (~15 objects the garbage collector tracks), and an answer keeps thousands of lines, so Strips
-# made the collector's full passes long (pauses of 100-280 ms with four panes streaming, see
-# benchmarks/bench_app.py). A ``Strip`` is made only for a line being painted.
-Line = list[Segment]
+# A rendered line is kept as its segments (packed, for finished blocks: ``PackedLines``), not as
+# a ``Strip``: a ``Strip`` carries seven caches (~15 objects the garbage collector tracks), and
+# an answer keeps thousands of lines, so Strips made the collector's full passes long (pauses of
+# 100-280 ms with four panes streaming, see benchmarks/bench_app.py). A ``Strip`` is made only
+# for a line being painted.
 
 
 @dataclass(slots=True)
@@ -69,6 +70,16 @@ class _Part:
     lines: list[Line]
     lead: bool  # rich separates it from the element before by a blank line
     spaced: bool  # rich separates it from the element after by a blank line (all but a rule)
+
+
+@dataclass(slots=True)
+class _Block:
+    """A finished block kept by the widget: where its lines are in ``_lines``."""
+
+    lead: bool
+    spaced: bool
+    start: int
+    stop: int
 
 
 class MarkdownStream(Widget):
@@ -124,10 +135,10 @@ class MarkdownStream(Widget):
         self._rest = markdown  # the source after them: the tail and text not yet split
         self._source: str | None = markdown  # the joined source, until the next append
         self._block_sources: list[str] = []
-        self._blocks: list[_Part] = []  # rendered finished blocks (empty when stale)
-        self._lines: list[Line] = []  # the finished blocks' lines, with their separators
+        self._blocks: list[_Block] = []  # rendered finished blocks (empty when stale)
+        self._lines = PackedLines()  # the finished blocks' lines, with their separators
         self._tail: list[Line] | None = None  # the tail's lines (None: to render)
-        self._final: list[Line] | None = None  # the one-shot render once finished
+        self._final: PackedLines | None = None  # the lines once finished
         self._final_task: asyncio.Task[None] | None = None  # that render, off the event loop
         self._split_pending = True  # ``_rest`` holds text not yet split into blocks
         self._width = 0  # the width the strips were rendered at
@@ -334,7 +345,8 @@ class MarkdownStream(Widget):
         element, the lines on screen already are the final ones: kept, nothing rendered.
         Otherwise the final render runs in a worker thread (``render_final``)."""
         if blocks_stand_alone([*self._block_sources, self._rest]):
-            self._final = self._lines + (self._tail or [])
+            self._final = self._lines.copy()
+            self._final.extend(self._tail or [])
         else:
             self._render_final_later()
 
@@ -355,7 +367,8 @@ class MarkdownStream(Widget):
                 self._final_task = None
             if self._finished and (self.markdown, self._width, self._dark) == (source, width,
                                                                                 dark):
-                self._final = lines
+                self._final = PackedLines()
+                self._final.extend(lines)
                 self._changed_from = 0
                 if self.is_mounted:
                     self.refresh(layout=True)
@@ -367,7 +380,9 @@ class MarkdownStream(Widget):
         (what the final render may reuse)."""
         if len(self._blocks) != len(self._block_sources):
             return []
-        return list(zip(self._block_sources, self._blocks, strict=True))
+        return [(source, _Part(self._lines.slice(block.start, block.stop), block.lead,
+                               block.spaced))
+                for source, block in zip(self._block_sources, self._blocks, strict=True)]
 
     def on_unmount(self) -> None:
         if self._final_task is not None:
@@ -380,7 +395,7 @@ class MarkdownStream(Widget):
 
     def _drop_strips(self) -> None:
         self._blocks = []
-        self._lines = []
+        self._lines = PackedLines()
         self._tail = None
         self._final = None
         self._changed_from = 0
@@ -388,8 +403,9 @@ class MarkdownStream(Widget):
     def _add_block(self, part: _Part) -> None:
         if self._blocks and _gap_between(self._blocks[-1], part):
             self._lines.append(self._blank())
-        self._blocks.append(part)
+        start = len(self._lines)
         self._lines.extend(part.lines)
+        self._blocks.append(_Block(part.lead, part.spaced, start, len(self._lines)))
 
     def _render_block(self, source: str) -> _Part:
         self.blocks_rendered += 1
@@ -509,7 +525,7 @@ def blocks_stand_alone(blocks: list[str]) -> bool:
     return True
 
 
-def _gap_between(before: _Part, after: _Part) -> bool:
+def _gap_between(before: _Part | _Block, after: _Part) -> bool:
     """rich separates two top-level elements by a blank line (not after a rule)."""
     return after.lead or before.spaced
 
