@@ -100,6 +100,9 @@ class Soak:
                 async for event in paced(super().stream(request), 1 / soak.args.rate):
                     yield event
                 soak.answers += 1
+                # The scripted model records every request (with its history) for tests'
+                # assertions; a real model keeps nothing, and neither may the soak.
+                self.requests.clear()
 
         def handler(messages: list[dict[str, Any]], tools: Any) -> str:
             return texts[int(str(messages[-1]["content"]).rsplit(" ", 1)[-1])]

@@ -67,4 +67,8 @@ class AssistantMessage(Vertical):
             self._status = self.entry.status
             if self._status != "streaming" and not stream.finished:
                 stream.finish()
+                # Textual caches every line of a widget it painted until the widget is
+                # refreshed whole: while the answer streamed in view, that became all of this
+                # container's lines (and their crops). Let them go now it is finished.
+                self.refresh()
             self.query_one(".assistant--head", Static).update(self._head())

@@ -82,6 +82,7 @@ class ThreadPane(Vertical):
         self._notice_timer: Any = None
         self._sending = 0  # sends whose route is not decided yet
         self._aborting = False  # "aborting…" shows until the run's end arrives
+        self._last_ended: Any = None  # the last ended run the pane has seen
 
     @property
     def key(self) -> str:
@@ -160,6 +161,10 @@ class ThreadPane(Vertical):
         self._last_sync = time.monotonic()
         self.feed.acknowledge()
         view = self.query_one(TranscriptView)
+        ended = self.feed.transcript.last_ended
+        if ended is not self._last_ended:
+            self._last_ended = ended
+            self._release_paint_caches()
         if self.display:
             pruned = await view.sync()
             if pruned:
@@ -169,6 +174,14 @@ class ThreadPane(Vertical):
         self._update_header()
         self.query_one(WaitingSignals).show_waiting(self.feed.waiting)
         self._show_unseen(view)
+
+    def _release_paint_caches(self) -> None:
+        """Textual keeps the lines it painted of a widget (and the crops made of them) until
+        the widget is refreshed whole; in a pane that streams for hours they pile up with all
+        that scrolled through it (benchmarks/bench_app_soak.py). Once per ended run, let them
+        go: the next frame repaints what is visible of the pane."""
+        for widget in self.walk_children(with_self=True):
+            widget.refresh()
 
     def _update_header(self) -> None:
         state = self.header_state
