@@ -402,6 +402,7 @@ def watch(tmux: Tmux, tmp: Path, ready: dict[str, Any], prefix: str, rng: random
         report = {}
     if KEEP is not None:
         mode = ready.get("mode", "?")
+        KEEP.mkdir(parents=True, exist_ok=True)
         (KEEP / f"screen-{mode}.txt").write_text(screen)
         if (tmp / "report.json").exists():
             shutil.copy(tmp / "report.json", KEEP / f"report-{mode}.json")
