@@ -104,7 +104,7 @@ class TranscriptView(VerticalScroll, can_focus=True):
         """The content grew or shrank (also between two syncs, when an answer's final render
         changes its height): a following view stays at the end."""
         if self.is_anchored and self.max_scroll_y == 0:
-            self.anchor(False)  # an anchored view shorter than its content sits at the bottom
+            self.anchor(False)  # anchored, content shorter than the view would sit at its bottom
         if self.following:
             self._follow_after_refresh()
 
