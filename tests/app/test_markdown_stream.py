@@ -22,6 +22,7 @@ from tui_agent.app.widgets import markdown_stream
 from tui_agent.app.widgets.markdown_stream import (
     MarkdownStream,
     blocks_stand_alone,
+    join_parts,
     render_final,
     render_markdown,
 )
@@ -104,6 +105,17 @@ async def final_lines(widget: MarkdownStream) -> list[str]:
     widget.text_lines()  # starts the render if it has not started
     await widget.wait_final()
     return widget.text_lines()
+
+
+async def streamed_widget(app: Host, pilot: Pilot[None], text: str = "") -> MarkdownStream:
+    """A fresh widget, laid out, with ``text`` streamed into it one character at a time."""
+    widget = MarkdownStream()
+    await app.query_one("#box").mount(widget)
+    await pilot.pause()
+    for char in text:
+        widget.append(char)
+        widget.flush()
+    return widget
 
 
 async def reference_lines(app: Host, pilot: Pilot[None], text: str) -> list[str]:
@@ -337,12 +349,7 @@ async def test_finish_equals_the_whole_render_where_blocks_depend_on_each_other(
     app = Host()
     async with app.run_test(size=(WIDTH, 40)) as pilot:
         reference = await reference_lines(app, pilot, text)
-        widget = MarkdownStream()
-        await app.query_one("#box").mount(widget)
-        await pilot.pause()
-        for char in text:
-            widget.append(char)
-            widget.flush()
+        widget = await streamed_widget(app, pilot, text)
         widget.finish()
         assert await final_lines(widget) == reference
 
@@ -360,9 +367,7 @@ async def test_finish_renders_only_what_may_differ(
     app = Host()
     async with app.run_test(size=(WIDTH, 40)) as pilot:
         reference = await reference_lines(app, pilot, text)
-        widget = MarkdownStream()
-        await app.query_one("#box").mount(widget)
-        await pilot.pause()
+        widget = await streamed_widget(app, pilot)
         widget.append(text)
         widget.flush()
         rendered: list[str] = []
@@ -411,12 +416,8 @@ def test_the_final_lines_equal_the_whole_render_for_any_mix_of_blocks() -> None:
         blocks, rest = split_blocks(text)
         parts = [render_markdown(b, width, True, options, console) for b in blocks]
         if blocks_stand_alone([*blocks, rest]):
-            streamed = [*parts, render_markdown(rest, width, True, options, console)]
-            lines: list[Any] = []
-            for index, part in enumerate(streamed):
-                if index and (part.lead or streamed[index - 1].spaced):
-                    lines.append([])
-                lines.extend(part.lines)
+            lines = join_parts([*parts, render_markdown(rest, width, True, options, console)],
+                               width)
         else:
             lines = render_final(text, list(zip(blocks, parts, strict=True)), width, True,
                                  options, console)

@@ -493,6 +493,11 @@ def render_final(source: str, rendered: list[tuple[str, _Part]], width: int, dar
         text = "\n".join(lines[group[0][0] : group[-1][1]])
         part = kept.get(text) if len(group) == 1 else None
         parts.append(part or render_markdown(text, width, dark, options, console))
+    return join_parts(parts, width)
+
+
+def join_parts(parts: list[_Part], width: int) -> list[Line]:
+    """The lines of top-level parts rendered one by one, joined as rich joins elements."""
     joined: list[Line] = []
     for index, part in enumerate(parts):
         if index and _gap_between(parts[index - 1], part):
