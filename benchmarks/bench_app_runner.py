@@ -93,6 +93,30 @@ async def paced(pieces: AsyncIterator[Any], interval: float) -> AsyncIterator[An
         yield piece
 
 
+def watch_gc(on_pause: Callable[[int, float, float], None]) -> None:
+    """Call ``on_pause(generation, started, seconds)`` after each garbage collection (on the
+    monotonic clock): a collection pauses the event loop, and the lag figures include it."""
+    started = 0.0
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        nonlocal started
+        now = time.monotonic()
+        if phase == "start":
+            started = now
+        else:
+            on_pause(info["generation"], started, now - started)
+
+    gc.callbacks.append(callback)
+
+
+async def sample_lag(on_lag: Callable[[float, float], None]) -> None:
+    """Forever: ``on_lag(started, overshoot)`` for a ``LAG_TICK_S`` sleep (the loop's lag)."""
+    while True:
+        before = time.monotonic()
+        await asyncio.sleep(LAG_TICK_S)
+        on_lag(before, time.monotonic() - before - LAG_TICK_S)
+
+
 class Probe:
     """What the runner records: lag samples, CPU, input changes, stream starts and ends."""
 
@@ -108,24 +132,14 @@ class Probe:
         self.window_start = 0.0
         self.cpu_start = 0.0
         self.gc_pauses: list[tuple[int, float, float]] = []  # (generation, at, seconds)
-        self._gc_start = 0.0
-        gc.callbacks.append(self._on_gc)
+        watch_gc(self._on_gc)
 
-    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
-        """Collections of 20 ms or more (a pause of the event loop the lag figure includes)."""
-        now = time.monotonic()
-        if phase == "start":
-            self._gc_start = now
-        elif now - self._gc_start >= 0.020:
-            self.gc_pauses.append((info["generation"], self._gc_start - self.window_start,
-                                   now - self._gc_start))
+    def _on_gc(self, generation: int, started: float, seconds: float) -> None:
+        if seconds >= 0.020:  # collections of 20 ms or more
+            self.gc_pauses.append((generation, started - self.window_start, seconds))
 
     async def sample_lag(self) -> None:
-        while True:
-            before = time.monotonic()
-            await asyncio.sleep(LAG_TICK_S)
-            now = time.monotonic()
-            self.lag.append((before, now - before - LAG_TICK_S))
+        await sample_lag(lambda started, lag: self.lag.append((started, lag)))
 
     def write(self, name: str, data: dict[str, Any]) -> None:
         tmp = self.out / f".{name}.tmp"

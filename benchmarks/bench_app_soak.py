@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import resource
 import statistics
 import sys
@@ -28,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_app_runner import answer, paced
+from bench_app_runner import answer, paced, sample_lag, watch_gc
 
 from tui_agent import Agent, Memory, SqliteStore
 from tui_agent.app.app import AppConfig, TuiAgentApp
@@ -74,21 +73,10 @@ class Soak:
         self.args = args
         self.interval = Interval()
         self.answers = 0
-        self._gc_start = 0.0
-        gc.callbacks.append(self._on_gc)
-
-    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
-        now = time.monotonic()
-        if phase == "start":
-            self._gc_start = now
-        else:
-            self.interval.gc_pauses.append(now - self._gc_start)
+        watch_gc(lambda generation, started, seconds: self.interval.gc_pauses.append(seconds))
 
     async def sample_lag(self) -> None:
-        while True:
-            before = time.monotonic()
-            await asyncio.sleep(0.010)
-            self.interval.lag.append(time.monotonic() - before - 0.010)
+        await sample_lag(lambda started, lag: self.interval.lag.append(lag))
 
     def model(self) -> ScriptedModel:
         chars = int(self.args.rate * 4 * ANSWER_SECONDS)
