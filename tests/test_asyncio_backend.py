@@ -140,10 +140,12 @@ async def test_a_new_request_is_answered_without_waiting_for_the_rest(
     await stream.aclose()
 
 
-async def test_closing_the_stream_ends_a_waiting_read(serve: Callable) -> None:
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read()
+async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A server that reads until the client closes and never answers."""
+    await reader.read()
 
+
+async def test_closing_the_stream_ends_a_waiting_read(serve: Callable) -> None:
     port = await serve(silent)
     stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
     reading = asyncio.ensure_future(stream.read(1024))
@@ -154,9 +156,6 @@ async def test_closing_the_stream_ends_a_waiting_read(serve: Callable) -> None:
 
 
 async def test_a_read_times_out(serve: Callable) -> None:
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read()
-
     port = await serve(silent)
     stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
     with pytest.raises(httpcore.ReadTimeout):
@@ -177,9 +176,6 @@ async def test_the_end_of_the_stream_and_a_server_close_are_seen(serve: Callable
 
 
 async def test_an_open_idle_connection_is_not_readable(serve: Callable) -> None:
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read()
-
     port = await serve(silent)
     stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
     assert stream.get_extra_info("is_readable") is False
