@@ -223,6 +223,49 @@ async def test_width_change_rewraps() -> None:
         assert "more words" in " ".join(streaming.text_lines())
 
 
+MIXED = (
+    "Plan:\n\n"
+    "- first, a loose item\n\n"
+    "- second, with a nested list:\n"
+    "  - nested one\n"
+    "  - nested two\n\n"
+    "- third\n\n"
+    "| step | owner |\n|------|-------|\n| build | ana |\n| ship | bo |\n\n"
+    "```python\ndef ship():\n\n    return 'v2.4'\n```\n\n"
+    "1. numbered and loose\n\n2. again\n\nDone, with a last line that wraps at narrow widths."
+)
+
+
+@pytest.mark.parametrize("sizes", [(40, 72, 28, 55), (80, 33, 61)])
+async def test_resizing_while_it_streams_ends_as_the_final_width_renders_it(
+    sizes: tuple[int, ...],
+) -> None:
+    """Width changes at any moment of a stream (a terminal resize, a scrollbar, a panel
+    opening) never raise, and the finished answer is the one its last width renders from
+    scratch (a loose list once crashed here: its blocks were kept as a plain list)."""
+    app = Host()
+    async with app.run_test(size=(WIDTH, 60)) as pilot:
+        widget = await streamed_widget(app, pilot)
+        cuts = [len(MIXED) * (k + 1) // (len(sizes) + 1) for k in range(len(sizes))]
+        start = 0
+        for cut, width in zip(cuts, sizes, strict=True):
+            for char in MIXED[start:cut]:
+                widget.append(char)
+                widget.flush()
+            start = cut
+            await pilot.resize_terminal(width, 60)
+            await pilot.pause()
+            assert widget.text_lines()  # rendered at the new width mid-stream
+        widget.append(MIXED[start:])
+        widget.finish()
+        widget.text_lines()  # the final render starts in its worker thread...
+        await pilot.resize_terminal(sizes[0], 60)  # ... and the width changes under it
+        await pilot.pause()
+        shown = await final_lines(widget)
+        assert widget.size.width == sizes[0]
+        assert shown == await reference_lines(app, pilot, MIXED)
+
+
 async def test_appending_to_the_tail_renders_finished_blocks_once() -> None:
     blocks = 40
     text = "".join(f"Paragraph {k} has some words in it.\n\n" for k in range(blocks))
