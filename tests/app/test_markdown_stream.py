@@ -487,3 +487,31 @@ def test_packed_lines_read_back_as_packed_and_cost_the_collector_nothing() -> No
     gc.collect()  # ... then the tuples that hold them
     # a few objects for the container and its styles, not one or more per line
     assert len(gc.get_objects()) - tracked_before < len(lines) // 10
+
+
+TAGGED = '<message id="1">hi</message>\n\nline one<br>line two\n\n<div>\n\nkept\n</div>'
+TAGGED_LINES = ['<message id="1">hi</message>', "", "line one<br>line two", "", "<div>", "",
+                "kept </div>"]  # a soft line break is a space, as Markdown says
+
+
+async def test_html_like_tags_show_as_text_streamed_and_finished() -> None:
+    """An answer that starts with ``<`` (the local model's ``<message id=…>``) or holds tags
+    shows them as written: rich would drop HTML and leave an empty answer."""
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        widget = await streamed_widget(app, pilot, TAGGED)
+        assert widget.text_lines() == TAGGED_LINES
+        widget.finish()
+        assert await final_lines(widget) == TAGGED_LINES
+        assert await reference_lines(app, pilot, TAGGED) == TAGGED_LINES
+
+
+def test_the_terminal_renderer_shows_tags_as_text_too() -> None:
+    from io import StringIO
+
+    from tui_agent.cli.render import MarkdownBlock, make_console
+
+    out = StringIO()
+    make_console(out).print(MarkdownBlock(TAGGED))
+    shown = [line.rstrip() for line in out.getvalue().split("\n")]
+    assert shown[: len(TAGGED_LINES)] == TAGGED_LINES

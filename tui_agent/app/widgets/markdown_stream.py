@@ -41,7 +41,10 @@ _UNCHANGED = 1 << 30
 # rich's ``Markdown`` builds this parser (the same plugins) for every instance, which costs more
 # than parsing a block: one is shared here, and each render copies a prototype ``Markdown``.
 LIGHT_MARKDOWN_STYLES = RichTheme({"markdown.code": "bold #0b5cad on #e3e8f0"})
-_PARSER = MarkdownIt().enable("strikethrough").enable("table")
+# HTML is off: an answer's tags (a small model often starts with ``<message id=…>``, ``<br>``)
+# are shown as the text they are, where rich would drop them and leave an empty answer.
+_PARSER = (MarkdownIt().enable("strikethrough").enable("table")
+           .disable(["html_block", "html_inline"]))
 _PROTOTYPES: dict[str, Markdown] = {}
 
 
