@@ -120,6 +120,7 @@ class Composer(Input):
         super().__init__(id=id)
         self.identity = identity
         self.queue_mode = False
+        self.cursor_blink = False  # a steady cursor: an idle app paints nothing
         self._show_mode()
 
     def _show_mode(self) -> None:
