@@ -20,6 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tui_agent.app.bridge import SendRequest, ThreadFeed, run_cost
+from tui_agent.app.layout import Place
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.pane_header import HeaderState, PaneHeader
 from tui_agent.app.widgets.state_panel import StatePanel
@@ -53,11 +54,19 @@ class ThreadPane(Vertical):
         Binding("ctrl+end", "follow", "Follow", show=False, id="pane.follow"),
         Binding("ctrl+y", "copy_message", "Copy answer", id="pane.copy_message"),
         Binding("ctrl+b", "copy_code", "Copy code", show=False, id="pane.copy_code"),
-        Binding("f3", "toggle_state", "State", show=False, id="pane.toggle_state"),
+        Binding("f3", "toggle_state", "State", id="pane.toggle_state"),
     ]
 
     ALLOW_MAXIMIZE = True
     focused = reactive(False)
+
+    class StateToggled(Message):
+        """f3: the app shows, focuses or hides this pane's state panel (where depends on the
+        room it has: ``tui_agent.app.layout``)."""
+
+        def __init__(self, pane: ThreadPane) -> None:
+            super().__init__()
+            self.pane = pane
 
     class AbortRequested(Message):
         """Ask the app to confirm, then call ``pane.abort_now()``."""
@@ -76,13 +85,14 @@ class ThreadPane(Vertical):
         self.header_state = HeaderState(title="", thread=f"{resource_id}/{thread_id}",
                                         agent=agent_label, model=model_label)
         self._identity = identity
-        self._show_state = show_state
         self._last_sync = 0.0
         self._sync_timer: Any = None
         self._notice_timer: Any = None
         self._sending = 0  # sends whose route is not decided yet
         self._aborting = False  # "aborting…" shows until the run's end arrives
         self._last_ended: Any = None  # the last ended run the pane has seen
+        self.state_place: Place = "side" if show_state else "hidden"
+        self.state_panel = StatePanel(lambda: self.feed, shown=show_state, id="pane-side")
 
     @property
     def key(self) -> str:
@@ -100,13 +110,27 @@ class ThreadPane(Vertical):
         yield PaneHeader(self.header_state)
         with Horizontal(id="pane-body"):
             yield TranscriptView(self.feed.transcript, id="transcript")
-            yield StatePanel(lambda: self.feed, shown=self._show_state, id="pane-side")
+            yield self.state_panel
         yield WaitingSignals(id="pane-waiting")
         yield Static("", id="pane-status", markup=False)
         yield Composer(self._identity, id="composer")
 
     async def on_mount(self) -> None:
+        self._show_state_place()
         self.start_feed()
+
+    def place_state(self, place: Place) -> None:
+        """Where the state panel goes: beside the transcript, over it, or hidden."""
+        if place != self.state_place:
+            self.state_place = place
+            if self.is_mounted:
+                self._show_state_place()
+
+    def _show_state_place(self) -> None:
+        place = self.state_place
+        self.state_panel.set_shown(place != "hidden")
+        self.state_panel.set_class(place == "over", "-over")
+        self.query_one(TranscriptView).display = place != "over"
 
     @work(exclusive=True, group="feed")
     async def start_feed(self) -> None:
@@ -142,15 +166,7 @@ class ThreadPane(Vertical):
         self.query_one(StatePanel).lane_changed(message.lane_id)
 
     def action_toggle_state(self) -> None:
-        """Show and focus the state-lane panel; focus it if shown but unfocused; else hide."""
-        panel = self.query_one(StatePanel)
-        focused = self.app.focused
-        if panel.shown and focused is not None and panel in focused.ancestors:
-            panel.set_shown(False)
-            self.focus_composer()
-            return
-        panel.set_shown(True)
-        panel.focus_panel()
+        self.post_message(self.StateToggled(self))
 
     def on_thread_feed_failed(self, message: ThreadFeed.Failed) -> None:
         message.stop()
