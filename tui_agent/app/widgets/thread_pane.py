@@ -52,6 +52,7 @@ class ThreadPane(Vertical):
         Binding("pageup", "page(-1)", "Scroll up", show=False, id="pane.page_up"),
         Binding("pagedown", "page(1)", "Scroll down", show=False, id="pane.page_down"),
         Binding("ctrl+end", "follow", "Follow", show=False, id="pane.follow"),
+        Binding("ctrl+home", "scroll_top", "Top", show=False, id="pane.top"),
         Binding("ctrl+y", "copy_message", "Copy answer", id="pane.copy_message"),
         Binding("ctrl+b", "copy_code", "Copy code", show=False, id="pane.copy_code"),
         Binding("f3", "toggle_state", "State", id="pane.toggle_state"),
@@ -229,7 +230,8 @@ class ThreadPane(Vertical):
 
     def _show_unseen(self, view: TranscriptView) -> None:
         if not view.following and view.unseen:
-            self.show_notice(f"{view.unseen} new ↓ (PgDn to the bottom follows again)",
+            self.show_notice(f"↓ {view.unseen} new · {self.key_for('pane.follow')} or the "
+                             "bottom follows again",
                              sticky=True)
 
     # -- status line ---------------------------------------------------------------------------
@@ -350,6 +352,9 @@ class ThreadPane(Vertical):
             view.scroll_page_up(animate=False)
         else:
             view.scroll_page_down(animate=False)
+
+    def action_scroll_top(self) -> None:
+        self.query_one(TranscriptView).scroll_home(animate=False)
 
     def action_follow(self) -> None:
         self.query_one(TranscriptView).follow()
