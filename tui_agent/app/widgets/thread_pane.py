@@ -91,6 +91,7 @@ class ThreadPane(Vertical):
         self._notice_timer: Any = None
         self._sending = 0  # sends whose route is not decided yet
         self._aborting = False  # "aborting…" shows until the run's end arrives
+        self._route_until_end = False  # the status line shows a route until its run ends
         self._last_ended: Any = None  # the last ended run the pane has seen
         self.state_place: Place = "side" if show_state else "hidden"
         self.state_panel = StatePanel(lambda: self.feed, shown=show_state, id="pane-side")
@@ -182,6 +183,9 @@ class ThreadPane(Vertical):
         if ended is not self._last_ended:
             self._last_ended = ended
             self._release_paint_caches()
+            if self._route_until_end:
+                self._route_until_end = False
+                self.clear_notice()
         if self.display:
             pruned = await view.sync()
             if pruned:
@@ -304,7 +308,10 @@ class ThreadPane(Vertical):
             return
         finally:
             self._sending -= 1
-        self.show_notice(f"↪ {route}")
+        # A route into a run says so until that run ends (then the answer or its marker says
+        # the rest); any other route is a passing notice.
+        self._route_until_end = "run" in str(route)
+        self.show_notice(f"↪ {route}", sticky=self._route_until_end)
 
     # -- controls ------------------------------------------------------------------------------
 
