@@ -45,6 +45,7 @@ MAX_VISIBLE = 4  # panes in view at the most (a 2×2 grid; tui_agent/app/layout.
 def binding_scopes() -> dict[str, list[Any]]:
     """Every binding with an id, grouped by what is live at the same time."""
     from tui_agent.app.screens.confirm import ConfirmScreen
+    from tui_agent.app.screens.help import HelpScreen
     from tui_agent.app.screens.thread_picker import ThreadPicker
     from tui_agent.app.widgets.composer import Composer
     from tui_agent.app.widgets.inbox_list import InboxList
@@ -58,6 +59,7 @@ def binding_scopes() -> dict[str, list[Any]]:
                  *ToolCall.BINDINGS],
         "picker": list(ThreadPicker.BINDINGS),
         "confirm": list(ConfirmScreen.BINDINGS),
+        "help": list(HelpScreen.BINDINGS),
         "inbox": [*InboxSidebar.BINDINGS, *InboxList.BINDINGS],
         "state": list(StatePanel.BINDINGS),  # escape repeats pane.abort on purpose
     }
@@ -125,6 +127,7 @@ class TuiAgentApp(App[int]):
         self.state_open = False  # opened over the focused pane's transcript
         self.plan = plan_layout(80, 24, 0, show_inbox=False, show_state=False)
         self._terminal_size = Size(80, 24)  # as the last resize said
+        self._keymap_in_use: dict[str, str] = {}  # binding id → keys, as checked
 
     # -- a crash -------------------------------------------------------------------------------
 
@@ -212,6 +215,7 @@ class TuiAgentApp(App[int]):
         from tui_agent.app.keymap import check_keymap
 
         usable, warnings = check_keymap(self.config.keymap, binding_scopes())
+        self._keymap_in_use = dict(usable)
         self.set_keymap(usable)
         for warning in warnings:
             self.notify(warning, title="keymap", severity="warning", timeout=10)
@@ -278,11 +282,14 @@ class TuiAgentApp(App[int]):
             inbox.styles.width = plan.inbox_width if plan.inbox == "side" else "1fr"
         self._update_bar()
 
-    def _focus(self, pane: ThreadPane) -> None:
+    def _focus(self, pane: ThreadPane, *, to_composer: bool = True) -> None:
+        """Make ``pane`` the focused pane; ``to_composer``: and put the keyboard focus in its
+        composer (not when the focus landed inside the pane by Tab or a click: it stays)."""
         for each in self.panes:
             each.focused = each is pane
-        self._focus_pending = pane
-        self.call_after_refresh(self._focus_composer, pane)
+        if to_composer:
+            self._focus_pending = pane
+            self.call_after_refresh(self._focus_composer, pane)
         self.apply_layout()  # the state panel goes with the focus
 
     def _focus_composer(self, pane: ThreadPane) -> None:
@@ -346,8 +353,9 @@ class TuiAgentApp(App[int]):
         if pending is not None and pending is not pane and not message.clicked:
             return  # focus from before the app moved it on (keys, a new pane): stale
         widget = self.focused  # a stale focus event (focus has moved on since) is ignored
-        if message.clicked or (widget is not None and pane in widget.ancestors_with_self):
-            self._focus(pane)
+        inside = widget is not None and pane in widget.ancestors_with_self
+        if message.clicked or inside:
+            self._focus(pane, to_composer=not inside)
 
     def action_focus_pane(self, step: int) -> None:
         if not self.panes:
@@ -507,10 +515,21 @@ class TuiAgentApp(App[int]):
     # -- help and command palette --------------------------------------------------------------
 
     def action_toggle_help(self) -> None:
-        if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
-        else:
-            self.action_show_help_panel()
+        """Every binding, with its key and its keymap id (``screens/help.py``)."""
+        from tui_agent.app.screens.help import HelpScreen, help_text
+
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(HelpScreen(help_text(binding_scopes(), self._key_of)))
+
+    def _key_of(self, binding: Binding) -> str:
+        """A binding's keys now (after the keymap), as the key bar shows them."""
+        from dataclasses import replace
+
+        keys = self._keymap_in_use.get(binding.id or "", binding.key)
+        return ", ".join(self.get_key_display(replace(binding, key=key.strip()))
+                         for key in keys.split(","))
 
     def get_system_commands(self, screen: Screen[Any]) -> Any:
         yield from super().get_system_commands(screen)
