@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tui_agent.cli.common import load_agents
 from tui_agent.errors import ConfigError
+from tui_agent.startup.agents import load_agents
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTED = f"{ROOT / 'tests' / 'helpers' / 'cli_agents.py'}:scripted"
@@ -21,7 +21,7 @@ TIMEOUT_S = 30.0
 
 def run(*args: str | bytes, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     process = subprocess.run(
-        [sys.executable, "-m", "tui_agent.cli", *args], cwd=ROOT, capture_output=True,
+        [sys.executable, "-m", "tui_agent", *args], cwd=ROOT, capture_output=True,
         stdin=subprocess.DEVNULL, timeout=TIMEOUT_S, env={**os.environ, **(env or {})},
     )
     return (process.returncode, process.stdout.decode("utf-8", "replace"),

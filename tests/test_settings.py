@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tui_agent.cli.configured import build_configured_agent, function_tool
 from tui_agent.errors import ConfigError
 from tui_agent.memory import Memory
 from tui_agent.settings import current_settings, load_settings
+from tui_agent.startup.configured import build_configured_agent, function_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,7 +136,7 @@ def test_a_tool_path_that_does_not_resolve_is_a_clear_error(workdir: Path) -> No
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui_agent.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "tui_agent", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=60,
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
 

@@ -378,15 +378,12 @@ class TuiAgentApp(App[int]):
         self.open_pane(choice.resource_id, choice.thread_id)
 
     async def _thread_choices(self) -> list[ThreadChoice]:
+        from tui_agent.app.bridge import thread_listing
         from tui_agent.app.screens.thread_picker import ThreadChoice
 
-        memory = self.config.agent.memory
-        threads = await memory.list_threads()
-        activity = await memory.thread_activity()
         return [
-            ThreadChoice(t.resource_id, t.id, t.title or "", *activity.get(t.id, (0, False)),
-                         updated_at=t.updated_at)
-            for t in threads
+            ThreadChoice(t.resource_id, t.id, t.title or "", *activity, updated_at=t.updated_at)
+            for t, activity in await thread_listing(self.config.agent)
         ]
 
     # -- abort ---------------------------------------------------------------------------------
@@ -455,8 +452,8 @@ class TuiAgentApp(App[int]):
     async def send_by_hand(self, kind: str) -> None:
         """The form, then ``send_notification_signal`` / ``send_state_signal`` into the focused
         pane's thread; the policy's decision (or the lane's version) shows in the pane."""
+        from tui_agent.app.bridge import TuiAgentError
         from tui_agent.app.screens.send_signal import SendSignalScreen
-        from tui_agent.errors import TuiAgentError
 
         pane = self.focused_pane()
         if pane is None:
@@ -470,35 +467,21 @@ class TuiAgentApp(App[int]):
             pane.show_notice(f"✗ {error}", error=True)
 
     async def _send_form(self, form: Any, pane: ThreadPane) -> str:
-        from tui_agent.state.lanes import state_update
+        from tui_agent.app.bridge import send_form
 
-        agent = self.config.agent
-        target = {"resource_id": pane.resource_id, "thread_id": pane.thread_id}
-        await agent.memory.create_thread(pane.thread_id, resource_id=pane.resource_id)
-        if form.kind == "notification":
-            outcome = await agent.send_notification_signal(form.fields, **target)
-            decision = outcome["decision"]
-            return f"✉ {decision['action']}: {decision.get('reason', '')}"
-        fields = form.fields
-        signal = state_update(fields["lane"], fields["value"], delta=fields["delta"])
-        outcome = await agent.send_state_signal(signal, if_idle={"behavior": "persist"},
-                                                **target)
-        if isinstance(outcome, dict) and outcome.get("skipped"):
-            return f"⟳ {fields['lane']} unchanged"
-        lane = await agent.memory.get_state_lane(pane.thread_id, fields["lane"])
-        return f"⟳ {fields['lane']} → v{lane.version if lane else '?'}"
+        return await send_form(self.config.agent, form.kind, form.fields, pane.resource_id,
+                               pane.thread_id)
 
     # -- background work -----------------------------------------------------------------------
 
     @work(group="model", exit_on_error=False)
     async def _warm_model(self) -> None:
         """Load the model off the UI: litellm's import (seconds), the local model's server."""
-        from tui_agent.cli.common import check_model
-        from tui_agent.errors import TuiAgentError
+        from tui_agent.app.bridge import TuiAgentError, warm_model
 
         self.sub_title = f"loading {self.config.model_label}…"
         try:
-            await check_model(self.config.agent, warm=True)
+            await warm_model(self.config.agent)
         except TuiAgentError as error:
             self.notify(str(error), title="model", severity="error", timeout=15)
             self.sub_title = "model failed to load"
@@ -509,11 +492,11 @@ class TuiAgentApp(App[int]):
     async def _run_demo(self) -> None:
         import asyncio
 
-        from tui_agent.demo import DemoFeed
+        from tui_agent.app.bridge import run_demo
 
         self._demo_stop = asyncio.Event()
-        feed = DemoFeed(self.config.agent, say=lambda text: self.notify(text, timeout=5))
-        await feed.run(self._demo_stop)
+        await run_demo(self.config.agent, lambda text: self.notify(text, timeout=5),
+                       self._demo_stop)
 
     async def action_quit(self) -> None:
         await self.shutdown()
@@ -521,16 +504,10 @@ class TuiAgentApp(App[int]):
 
     async def shutdown(self) -> None:
         """Stop the demo feed and this process's runs (other processes' runs go on)."""
-        import asyncio
-        import contextlib
+        from tui_agent.app.bridge import stop_local_runs
 
         if self._demo_stop is not None:
             self._demo_stop.set()
         if self._config is None:
             return
-        agent = self._config.agent
-        for output in agent.local_runs():
-            output.abort()
-        for output in agent.local_runs():
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(output.result(), 5.0)
+        await stop_local_runs(self._config.agent)

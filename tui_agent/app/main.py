@@ -20,9 +20,9 @@ DEMO_CSS = Path(__file__).parent / "demo.tcss"  # demo.tcss at the repository's 
 
 def build_config(args: argparse.Namespace, agent: Any) -> Any:
     from tui_agent.app.app import AppConfig
+    from tui_agent.app.bridge import demo_thread
     from tui_agent.app.widgets.composer import Identity
-    from tui_agent.cli.common import default_resource, model_label, parse_attrs, store_path
-    from tui_agent.demo import DEMO_RESOURCE, DEMO_THREAD
+    from tui_agent.startup.agents import default_resource, model_label, parse_attrs, store_path
 
     attributes = parse_attrs(args.attr, None)
     name = args.as_name or default_resource()  # you, not the thread's resource
@@ -31,7 +31,7 @@ def build_config(args: argparse.Namespace, agent: Any) -> Any:
         if not args.as_name:
             name = "you"
             attributes.setdefault("from", "terminal")
-        threads = [(DEMO_RESOURCE, DEMO_THREAD)]
+        threads = [demo_thread()]
     return AppConfig(
         agent=agent, threads=threads, identity=Identity(name, attributes),
         agent_label=str(agent.id), model_label=model_label(agent),
@@ -48,8 +48,8 @@ async def run_app(args: argparse.Namespace) -> int:
     built: list[Any] = []
 
     async def boot() -> Any:
-        from tui_agent.cli.common import build_agent, check_model
-        from tui_agent.cli.main import settle
+        from tui_agent.startup.agents import build_agent, check_model
+        from tui_agent.startup.args import settle
 
         await asyncio.to_thread(settle, args)  # the settings: flags > env > file
         agent = await asyncio.to_thread(build_agent, args)  # the core's imports, off the loop

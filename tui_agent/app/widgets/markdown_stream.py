@@ -28,7 +28,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui_agent.app.widgets.packed_lines import Line, PackedLines
-from tui_agent.cli.render import block_spans, split_blocks
+from tui_agent.text import block_spans, split_blocks
 
 DARK_CODE_THEME = "monokai"
 LIGHT_CODE_THEME = "default"  # pygments' own: dark text on a near-white background
@@ -90,7 +90,7 @@ class MarkdownStream(Widget):
     - ``append`` is cheap: it stores the text and schedules one update for the widget's next
       message cycle; appends made in between are rendered together, once.
     - While streaming, the source is split into finished blocks (text up to a blank line
-      outside a code fence, ``tui_agent.cli.render.split_blocks``) and the unfinished tail.
+      outside a code fence, ``tui_agent.text.split_blocks``) and the unfinished tail.
       Each finished block is rendered once per width (and theme) and its lines are kept;
       an update re-renders only the tail. ``blocks_rendered`` counts the block renders.
     - ``finish`` makes the lines equal to rich's ``Markdown`` of the whole source, so no

@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from tui_agent.app.transcript import Entry
-from tui_agent.cli.render import one_line
+from tui_agent.text import one_line
 
 STATUS = {"running": ("…", "$text-muted"), "ok": ("✓", "$text-success"),
           "error": ("✗", "$text-error")}
