@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _ERRORS = (
-    "TuiAgentError", "ConfigError", "MissingCredentialError", "UnknownProviderError",
-    "ToolDefinitionError", "RequestContextError", "SignalError", "ModelCallError",
+    "TuiAgentError", "ConfigError", "ArgumentTypeError", "MissingCredentialError",
+    "UnknownProviderError", "ToolDefinitionError", "RequestContextError", "SignalError",
+    "ModelCallError",
     "ModelNotInstalledError", "ProcessorError", "RunFailedError", "StoreError",
     "StoreCorruptError", "LeaseLostError", "StoreFullError", "ThreadBusyError",
 )
@@ -41,20 +42,21 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [  # every name of _EXPORTS (tests/test_import.py)
-    "AbortChunk", "Agent", "Chunk", "ChunkType", "ConfigError", "EchoChunk", "ErrorChunk",
-    "FinishChunk", "InterruptedChunk", "LeaseLostError", "Memory", "MissingCredentialError",
-    "ModelCallError", "ModelNotInstalledError", "PostgresStore", "ProcessorError", "RequestContext",
-    "RequestContextError", "RunFailedError", "ScriptedModel", "SignalError", "SqliteStore",
-    "StartChunk", "StepFinishChunk", "StepStartChunk", "Store", "StoreCorruptError", "StoreError",
-    "StoreFullError", "TextDeltaChunk", "ThreadBusyError", "Tool", "ToolCallChunk",
-    "ToolDefinitionError", "ToolResultChunk", "TuiAgentError", "UnknownProviderError",
-    "__version__", "create_tool", "is_end", "open_store",
+    "AbortChunk", "Agent", "ArgumentTypeError", "Chunk", "ChunkType", "ConfigError", "EchoChunk",
+    "ErrorChunk", "FinishChunk", "InterruptedChunk", "LeaseLostError", "Memory",
+    "MissingCredentialError", "ModelCallError", "ModelNotInstalledError", "PostgresStore",
+    "ProcessorError", "RequestContext", "RequestContextError", "RunFailedError", "ScriptedModel",
+    "SignalError", "SqliteStore", "StartChunk", "StepFinishChunk", "StepStartChunk", "Store",
+    "StoreCorruptError", "StoreError", "StoreFullError", "TextDeltaChunk", "ThreadBusyError",
+    "Tool", "ToolCallChunk", "ToolDefinitionError", "ToolResultChunk", "TuiAgentError",
+    "UnknownProviderError", "__version__", "create_tool", "is_end", "open_store",
 ]
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
     from tui_agent.context import RequestContext
     from tui_agent.errors import (
+        ArgumentTypeError,
         ConfigError,
         LeaseLostError,
         MissingCredentialError,

@@ -101,7 +101,9 @@ class TuiAgentApp(App[int]):
         css = [*(config.extra_css if config else []), *(extra_css or [])]
         super().__init__(css_path=[self.CSS_PATH, *css])
         if config is None and boot is None:
-            raise ValueError("TuiAgentApp needs a config or a boot coroutine")
+            from tui_agent.app.bridge import ConfigError
+
+            raise ConfigError("TuiAgentApp needs a config or a boot coroutine")
         self._config = config
         self._boot = boot
         self.startup_error: BaseException | None = None  # why boot failed (the CLI says it)

@@ -23,11 +23,11 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 
 from tui_agent.app.transcript import Transcript
-from tui_agent.errors import TuiAgentError
+from tui_agent.errors import ConfigError, TuiAgentError
 from tui_agent.events import DATA_SIGNAL, DATA_USER_MESSAGE, END_TYPES, START, STEP_FINISH
 from tui_agent.signals.data import signal_text
 
-__all__ = ["SendRequest", "ThreadFeed", "TuiAgentError", "demo_thread",
+__all__ = ["ConfigError", "SendRequest", "ThreadFeed", "TuiAgentError", "demo_thread",
            "run_cost", "run_demo", "send_form", "signal_text", "stop_local_runs", "thread_listing",
            "warm_model"]
 
