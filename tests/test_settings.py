@@ -157,6 +157,17 @@ def test_config_hides_the_password_of_a_store_url(workdir: Path) -> None:
     assert "s3cret" not in done.stdout and "postgresql://me:***@127.0.0.1:1/team" in done.stdout
 
 
+@pytest.mark.parametrize("variable", ["TUI_AGENT_KEYMAP", "TUI_AGENT_AGENTS"])
+def test_an_environment_value_that_is_not_json_names_the_variable(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """A list or table setting from the environment is JSON; anything else is one ConfigError
+    naming the variable (it was a pydantic-settings traceback)."""
+    monkeypatch.setenv(variable, "{not json")
+    with pytest.raises(ConfigError, match=f"environment variable {variable}: not valid JSON"):
+        load_settings()
+
+
 def test_a_bad_settings_file_stops_the_cli_with_one_line_and_exit_2(workdir: Path) -> None:
     write(workdir / "tui-agent.toml", "modle = 'x'\n")
     done = run_cli("config", cwd=workdir)
