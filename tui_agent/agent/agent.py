@@ -507,17 +507,17 @@ def _check_tools(tools: Any) -> Any:
 
 _LEGACY = (
     "{} belongs to Mastra's legacy generate/stream over its old AI SDK, which tui_agent does "
-    "not have: use {} (see the README's Choices)"
+    "not have: use {} (see docs/choices.md)"
 )
-#: Options and methods of the reference that are refused with these reasons (README: Choices).
+#: Options and methods of the reference that are refused with these reasons (docs/choices.md).
 _NOT_APPLICABLE = {
     "voice": (
         "voice is not supported: tui_agent has no speech adapter (speak/listen); pass "
-        "voice=None or leave it out (see the README's Choices)"
+        "voice=None or leave it out (see docs/choices.md)"
     ),
     "mastra": (
         "mastra is not applicable: it is the Mastra runtime instance that Mastra injects; "
-        "tui_agent has no such runtime (see the README's Choices)"
+        "tui_agent has no such runtime (see docs/choices.md)"
     ),
     "default_generate_options_legacy": _LEGACY.format(
         "default_generate_options_legacy", "default_options="
