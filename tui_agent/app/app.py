@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
@@ -98,8 +99,10 @@ class TuiAgentApp(App[int]):
                  boot: Callable[[], Awaitable[AppConfig]] | None = None,
                  extra_css: list[str] | None = None) -> None:
         """``config``, or ``boot``: what builds it once the first screen is painted."""
-        css = [*(config.extra_css if config else []), *(extra_css or [])]
-        super().__init__(css_path=[self.CSS_PATH, *css])
+        own = self.CSS_PATH  # a subclass's own (the tests' snapshot apps) wins
+        css: list[str | PurePath] = [*(own if isinstance(own, list) else [own] if own else []),
+                                     *(config.extra_css if config else []), *(extra_css or [])]
+        super().__init__(css_path=css)
         if config is None and boot is None:
             from tui_agent.app.bridge import ConfigError
 

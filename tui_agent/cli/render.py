@@ -72,8 +72,9 @@ class TerminalEcho:
             import termios
 
             if sys.stdin.isatty():
-                self._fd = sys.stdin.fileno()
-                self._saved = termios.tcgetattr(self._fd)
+                fd = sys.stdin.fileno()
+                self._saved = termios.tcgetattr(fd)
+                self._fd = fd  # only once its settings are saved, to be restored
 
     def _set(self, off: int) -> None:
         if self._fd is None:
@@ -265,8 +266,9 @@ class Renderer:
 
     def _on_start(self, chunk: Chunk, payload: StartPayload) -> None:
         self._end_text()
-        if payload.get("agent_id"):
-            self._agents[chunk.get("run_id") or ""] = str(payload["agent_id"])
+        agent_id = payload.get("agent_id")
+        if agent_id:
+            self._agents[chunk.get("run_id") or ""] = str(agent_id)
 
     def _on_text_delta(self, chunk: Chunk, payload: TextDeltaPayload) -> None:
         text = payload.get("text") or ""

@@ -27,7 +27,9 @@ class ToolCall(Static, can_focus=True):
         &:focus { background: $accent 25%; color: $foreground; }
     }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "toggle", "Expand", id="tool.toggle")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "toggle_details", "Expand", id="tool.toggle"),
+    ]
     ALLOW_SELECT = True
 
     def __init__(self, entry: Entry) -> None:
@@ -55,12 +57,12 @@ class ToolCall(Static, can_focus=True):
     def refresh_entry(self) -> None:
         self.update(self._content())
 
-    def action_toggle(self) -> None:
+    def action_toggle_details(self) -> None:
         self.expanded = not self.expanded
         self.refresh_entry()
 
     def on_click(self) -> None:
-        self.action_toggle()
+        self.action_toggle_details()
 
 
 def _pretty(value: Any) -> str:
