@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, work
@@ -83,7 +84,7 @@ class AppConfig:
     theme: str | None = None  # the settings' theme; None: the remembered one
     show_inbox: bool = False  # the inbox sidebar, where there is room (settings: show_inbox)
     show_state: bool = False  # the focused pane's state panel, where there is room
-    remember: Callable[[str, bool], None] | None = None  # keeps a toggle's choice (settings)
+    remember: Callable[[str, bool], object] | None = None  # keeps a toggle's choice (settings)
 
 
 class TuiAgentApp(App[int]):
@@ -107,10 +108,14 @@ class TuiAgentApp(App[int]):
                  boot: Callable[[], Awaitable[AppConfig]] | None = None,
                  extra_css: list[str] | None = None) -> None:
         """``config``, or ``boot``: what builds it once the first screen is painted."""
-        css = [*(config.extra_css if config else []), *(extra_css or [])]
-        super().__init__(css_path=[self.CSS_PATH, *css])
+        own = self.CSS_PATH  # a subclass's own (the tests' snapshot apps) wins
+        css: list[str | PurePath] = [*(own if isinstance(own, list) else [own] if own else []),
+                                     *(config.extra_css if config else []), *(extra_css or [])]
+        super().__init__(css_path=css)
         if config is None and boot is None:
-            raise ValueError("TuiAgentApp needs a config or a boot coroutine")
+            from tui_agent.app.bridge import ConfigError
+
+            raise ConfigError("TuiAgentApp needs a config or a boot coroutine")
         self._config = config
         self._boot = boot
         self.startup_error: BaseException | None = None  # why boot failed (the CLI says it)
@@ -490,15 +495,12 @@ class TuiAgentApp(App[int]):
         self.open_pane(choice.resource_id, choice.thread_id)
 
     async def _thread_choices(self) -> list[ThreadChoice]:
+        from tui_agent.app.bridge import thread_listing
         from tui_agent.app.screens.thread_picker import ThreadChoice
 
-        memory = self.config.agent.memory
-        threads = await memory.list_threads()
-        activity = await memory.thread_activity()
         return [
-            ThreadChoice(t.resource_id, t.id, t.title or "", *activity.get(t.id, (0, False)),
-                         updated_at=t.updated_at)
-            for t in threads
+            ThreadChoice(t.resource_id, t.id, t.title or "", *activity, updated_at=t.updated_at)
+            for t, activity in await thread_listing(self.config.agent)
         ]
 
     # -- abort ---------------------------------------------------------------------------------
@@ -579,8 +581,8 @@ class TuiAgentApp(App[int]):
     async def send_by_hand(self, kind: str) -> None:
         """The form, then ``send_notification_signal`` / ``send_state_signal`` into the focused
         pane's thread; the policy's decision (or the lane's version) shows in the pane."""
+        from tui_agent.app.bridge import TuiAgentError
         from tui_agent.app.screens.send_signal import SendSignalScreen
-        from tui_agent.errors import TuiAgentError
 
         pane = self.focused_pane()
         if pane is None:
@@ -594,35 +596,21 @@ class TuiAgentApp(App[int]):
             pane.show_notice(f"✗ {error}", error=True)
 
     async def _send_form(self, form: Any, pane: ThreadPane) -> str:
-        from tui_agent.state.lanes import state_update
+        from tui_agent.app.bridge import send_form
 
-        agent = self.config.agent
-        target = {"resource_id": pane.resource_id, "thread_id": pane.thread_id}
-        await agent.memory.create_thread(pane.thread_id, resource_id=pane.resource_id)
-        if form.kind == "notification":
-            outcome = await agent.send_notification_signal(form.fields, **target)
-            decision = outcome["decision"]
-            return f"✉ {decision['action']}: {decision.get('reason', '')}"
-        fields = form.fields
-        signal = state_update(fields["lane"], fields["value"], delta=fields["delta"])
-        outcome = await agent.send_state_signal(signal, if_idle={"behavior": "persist"},
-                                                **target)
-        if isinstance(outcome, dict) and outcome.get("skipped"):
-            return f"⟳ {fields['lane']} unchanged"
-        lane = await agent.memory.get_state_lane(pane.thread_id, fields["lane"])
-        return f"⟳ {fields['lane']} → v{lane.version if lane else '?'}"
+        return await send_form(self.config.agent, form.kind, form.fields, pane.resource_id,
+                               pane.thread_id)
 
     # -- background work -----------------------------------------------------------------------
 
     @work(group="model", exit_on_error=False)
     async def _warm_model(self) -> None:
         """Load the model off the UI: litellm's import (seconds), the local model's server."""
-        from tui_agent.cli.common import check_model
-        from tui_agent.errors import TuiAgentError
+        from tui_agent.app.bridge import TuiAgentError, warm_model
 
         self.sub_title = f"loading {self.config.model_label}…"
         try:
-            await check_model(self.config.agent, warm=True)
+            await warm_model(self.config.agent)
         except TuiAgentError as error:
             self.notify(str(error), title="model", severity="error", timeout=15)
             self.sub_title = "model failed to load"
@@ -633,11 +621,11 @@ class TuiAgentApp(App[int]):
     async def _run_demo(self) -> None:
         import asyncio
 
-        from tui_agent.demo import DemoFeed
+        from tui_agent.app.bridge import run_demo
 
         self._demo_stop = asyncio.Event()
-        feed = DemoFeed(self.config.agent, say=lambda text: self.notify(text, timeout=5))
-        await feed.run(self._demo_stop)
+        await run_demo(self.config.agent, lambda text: self.notify(text, timeout=5),
+                       self._demo_stop)
 
     async def action_quit(self) -> None:
         await self.shutdown()
@@ -645,16 +633,10 @@ class TuiAgentApp(App[int]):
 
     async def shutdown(self) -> None:
         """Stop the demo feed and this process's runs (other processes' runs go on)."""
-        import asyncio
-        import contextlib
+        from tui_agent.app.bridge import stop_local_runs
 
         if self._demo_stop is not None:
             self._demo_stop.set()
         if self._config is None:
             return
-        agent = self._config.agent
-        for output in agent.local_runs():
-            output.abort()
-        for output in agent.local_runs():
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(output.result(), 5.0)
+        await stop_local_runs(self._config.agent)
