@@ -1,0 +1,71 @@
+"""The role objects both stores share, under the contract's names.
+
+A store is its role objects side by side: ``store.log`` (threads, messages, the event log,
+read), ``store.runs`` (runs, leases and waiting signals, read), ``store.lanes`` (state lanes)
+and ``store.inbox`` (the notification inbox), each written once (``reads.py``, ``lanes.py``,
+``inbox.py``) on the store's own :class:`~tui_agent.store.roles.Database`. What differs between
+the stores (how a write transaction runs, who is told of a commit) is each store's own class.
+
+:class:`ComposedStore` only opens each role method under its contract name (a
+:class:`~tui_agent.store.roles.Door`): ``store.get_thread(...)`` is
+``store.log.get_thread(...)``. It holds no state and no behaviour of its own.
+"""
+
+from __future__ import annotations
+
+from tui_agent.store.inbox import Inbox
+from tui_agent.store.lanes import StateLanes
+from tui_agent.store.reads import LogReads, RunReads
+from tui_agent.store.roles import Door
+
+
+class ComposedStore:
+    """The shared roles' doors; a store sets ``log``, ``runs``, ``lanes`` and ``inbox``."""
+
+    log: LogReads
+    runs: RunReads
+    lanes: StateLanes
+    inbox: Inbox
+
+    # -- the thread log, read --
+    get_thread = Door("log", LogReads.get_thread)
+    list_threads = Door("log", LogReads.list_threads)
+    list_messages = Door("log", LogReads.list_messages)
+    read_events = Door("log", LogReads.read_events)
+    last_event_seq = Door("log", LogReads.last_event_seq)
+    thread_activity = Door("log", LogReads.thread_activity)
+    thread_usage = Door("log", LogReads.thread_usage)
+
+    # -- runs, leases and waiting signals, read; scores and overrides --
+    active_run = Door("runs", RunReads.active_run)
+    list_runs = Door("runs", RunReads.list_runs)
+    abort_requested = Door("runs", RunReads.abort_requested)
+    stranded_threads = Door("runs", RunReads.stranded_threads)
+    has_pending_signals = Door("runs", RunReads.has_pending_signals)
+    waiting_signals = Door("runs", RunReads.waiting_signals)
+    set_run_scores = Door("runs", RunReads.set_run_scores)
+    get_agent_overrides = Door("runs", RunReads.get_agent_overrides)
+    set_agent_overrides = Door("runs", RunReads.set_agent_overrides)
+
+    # -- state lanes --
+    list_state_lanes = Door("lanes", StateLanes.list_state_lanes)
+    get_state_lane = Door("lanes", StateLanes.get_state_lane)
+    state_lane_history = Door("lanes", StateLanes.state_lane_history)
+    put_state_lane = Door("lanes", StateLanes.put_state_lane)
+
+    # -- the notification inbox --
+    get_notification = Door("inbox", Inbox.get_notification)
+    list_notifications = Door("inbox", Inbox.list_notifications)
+    search_notifications = Door("inbox", Inbox.search_notifications)
+    set_notification_status = Door("inbox", Inbox.set_notification_status)
+    notification_changes = Door("inbox", Inbox.notification_changes)
+    find_notification_to_merge = Door("inbox", Inbox.find_notification_to_merge)
+    save_notification = Door("inbox", Inbox.save_notification)
+    claim_due_summaries = Door("inbox", Inbox.claim_due_summaries)
+    claimed_notification_ids = Door("inbox", Inbox.claimed_notification_ids)
+    claim_due_notifications = Door("inbox", Inbox.claim_due_notifications)
+    pending_notification_counts = Door("inbox", Inbox.pending_notification_counts)
+    mark_notifications_delivered = Door("inbox", Inbox.mark_notifications_delivered)
+    mark_notifications_summarized = Door("inbox", Inbox.mark_notifications_summarized)
+    release_notifications = Door("inbox", Inbox.release_notifications)
+    record_failed_delivery = Door("inbox", Inbox.record_failed_delivery)
