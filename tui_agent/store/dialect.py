@@ -15,6 +15,8 @@ The slots:
 - ``{signal_data}``: the data of signal row ``s``. SQLite keeps a large one out of line (in
   ``signal_data``: rewriting a row on a status change would copy it); PostgreSQL's TOAST does
   that by itself.
+  Where it keeps it is ``spill_chars``: a signal's data longer than that (characters of JSON)
+  goes to ``signal_data``; None: always in its row.
 - ``{rownum}``: a notification's insertion order (SQLite's ``rowid``, PostgreSQL's column).
 - ``{greatest}``: the larger of two values (``max`` / ``greatest``).
 - ``{ilike}``: a literal, ASCII-case-blind match (SQLite's ``LIKE`` is; PostgreSQL's ``ILIKE``).
@@ -42,6 +44,7 @@ class Dialect:
     numbered: bool  # placeholders $1, $2, … instead of ?
     now: str
     signal_data: str
+    spill_chars: int | None
     rownum: str
     greatest: str
     ilike: str
@@ -90,6 +93,7 @@ SQLITE: Final = Dialect(
     numbered=False,
     now="?",
     signal_data="COALESCE((SELECT b.data FROM signal_data b WHERE b.id=s.id), s.data)",
+    spill_chars=2048,
     rownum="rowid",
     greatest="max",
     ilike="LIKE",
@@ -104,6 +108,7 @@ POSTGRES: Final = Dialect(
     numbered=True,
     now="extract(epoch from clock_timestamp())::double precision",
     signal_data="s.data",
+    spill_chars=None,
     rownum="rownum",
     greatest="greatest",
     ilike="ILIKE",
