@@ -10,20 +10,31 @@ fails loudly, naming the version, if they change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar, TypeVarTuple, cast
+
+if TYPE_CHECKING:
+    import aiosqlite
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
-async def run_with_connection(db: Any, fn: Callable[..., T], *args: Any) -> T:
+async def run_with_connection(
+    db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection, *Ts], T], *args: *Ts
+) -> T:
     """``fn(raw sqlite3 connection, *args)`` on ``db``'s worker thread (the only thread that
     ever touches the raw connection), awaited."""
-    return await db._execute(fn, db._conn, *args)  # noqa: SLF001 (no public API: see above)
+    execute = cast(
+        "Callable[..., Awaitable[T]]",
+        db._execute,  # noqa: SLF001 # pyright: ignore[reportPrivateUsage, reportUnknownMemberType]
+    )
+    return await execute(fn, db._conn, *args)  # noqa: SLF001 # pyright: ignore[reportPrivateUsage]
 
 
-def make_worker_daemon(connection: Any) -> None:
+def make_worker_daemon(connection: aiosqlite.Connection) -> None:
     """Mark a not yet started aiosqlite connection's worker thread a daemon. Every write is
     awaited to its COMMIT, so nothing is lost when the process exits without closing."""
-    worker = connection._thread  # noqa: SLF001 (no public API: see above)
+    worker = connection._thread  # noqa: SLF001 # pyright: ignore[reportPrivateUsage]
     worker.daemon = True

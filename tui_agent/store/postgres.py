@@ -28,13 +28,13 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar, TypeVarTuple
 
 import tui_agent.store.postgres_txn as txn
 from tui_agent.errors import StoreError, StoreFullError
 from tui_agent.store.codec import dumps
 from tui_agent.store.composed import ComposedStore
-from tui_agent.store.dialect import POSTGRES
+from tui_agent.store.dialect import POSTGRES, Dialect
 from tui_agent.store.inbox import Inbox
 from tui_agent.store.lanes import StateLanes
 from tui_agent.store.location import without_password
@@ -54,6 +54,9 @@ from tui_agent.store.records import (
 from tui_agent.store.roles import Args, Row, Session
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+# A write transaction's body: ``await body(conn, *args)`` inside the open transaction.
+Body = Callable[[PgConnection, *Ts], Awaitable[T]]
 
 POOL_SIZE = 8  # a process with a few panes: each pane's subscriber reads, one run writes
 CONNECT_TIMEOUT_S = 10.0
@@ -170,13 +173,13 @@ class PostgresStore(ComposedStore):
                 f"the store {self.location} is full ({error}): nothing was written"
             ) from error
 
-    async def write(self, body: Callable[..., Awaitable[T]], *args: Any) -> T:
+    async def write(self, body: Body[*Ts, T], *args: *Ts) -> T:
         """Run ``body(conn, *args)`` (a function of ``postgres_txn``) as one transaction."""
         async with self.transaction() as conn:
             return await body(conn, *args)
 
     async def write_thread(
-        self, thread_id: str, body: Callable[..., Awaitable[T]], *args: Any
+        self, thread_id: str, body: Body[*Ts, T], *args: *Ts
     ) -> T:
         """:meth:`write` for a transaction on one thread, in this process's call order."""
         async with self._in_call_order(thread_id):
@@ -389,10 +392,14 @@ class PostgresStore(ComposedStore):
 
     def route_signal_then(
         self, then: Callable[[RouteResult | None, BaseException | None], None],
-        thread_id: str, resource_id: str, signal: SignalIn, **options: Any,
+        thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str, if_idle: str,
+        queue: bool = False, owner: str, ttl_s: float, agent_id: str | None = None,
+        echo_when_idle: SignalIn | None = None,
     ) -> None:
         """:meth:`route_signal_soon`, its outcome handed to ``then`` (see the contract)."""
-        routed = self.route_signal_soon(thread_id, resource_id, signal, **options)
+        routed = self.route_signal_soon(
+            thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
+            owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle)
         routed.add_done_callback(partial(_hand_outcome, then))
 
     async def route_signal(
@@ -483,7 +490,9 @@ class PostgresDatabase:
     """The shared roles' way into a :class:`PostgresStore`: reads on its pool, writes in one
     of its transactions."""
 
-    dialect: Final = POSTGRES
+    @property
+    def dialect(self) -> Dialect:
+        return POSTGRES
 
     def __init__(self, store: PostgresStore) -> None:
         self.store = store

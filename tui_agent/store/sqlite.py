@@ -34,7 +34,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple
 
 import tui_agent.store.txn as txn
 from tui_agent.errors import StoreError, StoreFullError
@@ -42,7 +42,7 @@ from tui_agent.events import echo_source, echo_type
 from tui_agent.store.aiosqlite_private import make_worker_daemon, run_with_connection
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.composed import ComposedStore
-from tui_agent.store.dialect import SQLITE
+from tui_agent.store.dialect import SQLITE, Dialect
 from tui_agent.store.files import prepare_store_file, tighten_sidecars, unusable_store_error
 from tui_agent.store.inbox import Inbox
 from tui_agent.store.lanes import StateLanes
@@ -63,6 +63,9 @@ if TYPE_CHECKING:
     import aiosqlite  # loaded on first use: ``import tui_agent`` stays fast
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+# A write transaction's body: ``body(conn, *args)`` on the raw connection (``txn.py``).
+Body = Callable[[sqlite3.Connection, *Ts], T]
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -168,7 +171,8 @@ class SqliteStore(ComposedStore):
     async def _migrate(self, db: aiosqlite.Connection) -> None:
         await db.execute("BEGIN IMMEDIATE")
         try:
-            (version,) = await (await db.execute("PRAGMA user_version")).fetchone()
+            found = await db.execute_fetchall("PRAGMA user_version")
+            version = int(next(iter(found))[0])
             if version > SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path} has schema version {version}, newer than this tui-agent "
@@ -206,7 +210,7 @@ class SqliteStore(ComposedStore):
             await db.execute("COMMIT")
             self._commits += 1
 
-    async def write(self, body: Callable[..., T], *args: Any) -> T:
+    async def write(self, body: Body[*Ts, T], *args: *Ts) -> T:
         """Run ``body(conn, *args)`` (a function of ``tui_agent.store.txn``) whole inside a
         ``BEGIN IMMEDIATE`` transaction in the connection's worker thread, and return once that
         transaction has committed. Writes queued meanwhile share it (group commit, see the
@@ -219,7 +223,7 @@ class SqliteStore(ComposedStore):
         except sqlite3.DatabaseError as error:
             raise unusable_store_error(self.path, error) or error from None
 
-    async def _write_now(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
+    async def _write_now(self, body: Body[*Ts, T], args: tuple[*Ts]) -> T:
         """Nothing is in flight: run the write in the caller's own task at once (no writer task,
         no extra hop for a lone write). Writes arriving meanwhile queue for the writer, which
         takes the write lock after this one."""
@@ -244,7 +248,7 @@ class SqliteStore(ComposedStore):
             return StoreFullError(f"the store {self.path} is full ({error}): nothing was written")
         return error
 
-    def submit(self, body: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    def submit(self, body: Body[*Ts, T], *args: *Ts) -> asyncio.Future[T]:
         """Queue ``body(conn, *args)`` as :meth:`write` does, without waiting: the future
         resolves once its transaction has committed (for hot paths that would otherwise need a
         task per write)."""
@@ -253,7 +257,7 @@ class SqliteStore(ComposedStore):
         return future
 
     def submit_then(
-        self, then: Callable[[txn.Outcome], None], body: Callable[..., Any], *args: Any
+        self, then: Callable[[txn.Outcome], None], body: Body[*Ts, object], *args: *Ts
     ) -> None:
         """Queue ``body(conn, *args)`` as :meth:`submit` does, with no future: the writer calls
         ``then(outcome)`` itself once the transaction holding the write has committed (or
@@ -288,7 +292,7 @@ class SqliteStore(ComposedStore):
         finally:
             self._writer = None
 
-    async def _commit_group(self, db: Any, group: list[_Queued]) -> None:
+    async def _commit_group(self, db: aiosqlite.Connection, group: list[_Queued]) -> None:
         assert self._write_lock is not None
         try:
             async with self._write_lock:  # transaction() holds it across awaits
@@ -304,11 +308,15 @@ class SqliteStore(ComposedStore):
                 outcome.error = self._typed(outcome.error)
             _settle(queued, outcome)
 
-    async def _run_group(self, db: Any, group: list[_Queued]) -> list[txn.Outcome]:
+    async def _run_group(
+        self, db: aiosqlite.Connection, group: list[_Queued]
+    ) -> list[txn.Outcome]:
         if len(group) == 1:  # alone: no savepoint needed, an error rolls back the whole
             try:
                 alone = group[0]
-                value = await run_with_connection(db, txn.in_transaction, alone.body, *alone.args)
+                value = await run_with_connection(  # the queue holds writes of any arguments
+                    db, txn.in_transaction, alone.body, *alone.args  # pyright: ignore[reportArgumentType]
+                )
             except Exception as error:
                 return [txn.Outcome(error=error)]
             self._commits += 1
@@ -352,6 +360,7 @@ class SqliteStore(ComposedStore):
     async def data_version(self) -> int:
         """Changes when another connection commits: the cheap cross-process poll."""
         row = await self.fetchone("PRAGMA data_version")
+        assert row is not None  # a pragma always answers
         return int(row[0])
 
     @property
@@ -758,7 +767,9 @@ class SqliteDatabase:
     """The shared roles' way into a :class:`SqliteStore`: reads through its ``fetchall`` (one
     hop to the connection's thread each), writes in its ``BEGIN IMMEDIATE`` transaction."""
 
-    dialect: Final = SQLITE
+    @property
+    def dialect(self) -> Dialect:
+        return SQLITE
 
     def __init__(self, store: SqliteStore) -> None:
         self.store = store

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import wraps
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, TypeVarTuple
 
 import tui_agent.store.writes as writes
 from tui_agent.store.dialect import SQLITE, Dialect
@@ -29,6 +29,7 @@ __all__ = ["RESUME", "SPILL_CHARS", "Outcome", "in_group", "in_transaction"]
 Conn = sqlite3.Connection
 P = ParamSpec("P")
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 # A signal's data larger than this (characters of JSON) is stored in ``signal_data`` instead of
 # its ``signals`` row: SQLite rewrites a whole row, overflow pages and all, when a run takes the
 # signal (its status changes), which would leave a freed copy of a large text in the file.
@@ -66,7 +67,7 @@ def on_sqlite(
     return body
 
 
-def in_transaction(conn: Conn, body: Any, *args: Any) -> Any:
+def in_transaction(conn: Conn, body: Callable[[Conn, *Ts], T], *args: *Ts) -> T:
     """Run ``body(conn, *args)`` inside ``BEGIN IMMEDIATE`` … ``COMMIT``."""
     conn.execute("BEGIN IMMEDIATE")
     try:
