@@ -1,10 +1,12 @@
 """The role objects both stores share, under the contract's names.
 
 A store is its role objects side by side: ``store.log`` (threads, messages, the event log,
-read), ``store.runs`` (runs, leases and waiting signals, read), ``store.lanes`` (state lanes)
-and ``store.inbox`` (the notification inbox), each written once (``reads.py``, ``lanes.py``,
-``inbox.py``) on the store's own :class:`~tui_agent.store.roles.Database`. What differs between
-the stores (how a write transaction runs, who is told of a commit) is each store's own class.
+read), ``store.log_writes`` (the same, and runs and leases, written), ``store.runs`` (runs,
+leases and waiting signals, read), ``store.lanes`` (state lanes) and ``store.inbox`` (the
+notification inbox), each written once (``reads.py``, ``log_writes.py``, ``lanes.py``,
+``inbox.py``) on the store's own :class:`~tui_agent.store.roles.Database` or ``Writer``. What
+differs between the stores (how a write transaction runs, who is told of a commit, the queued
+forms of a write) is each store's own class.
 
 :class:`ComposedStore` only opens each role method under its contract name (a
 :class:`~tui_agent.store.roles.Door`): ``store.get_thread(...)`` is
@@ -15,14 +17,17 @@ from __future__ import annotations
 
 from tui_agent.store.inbox import Inbox
 from tui_agent.store.lanes import StateLanes
+from tui_agent.store.log_writes import LogWrites
 from tui_agent.store.reads import LogReads, RunReads
 from tui_agent.store.roles import Door
 
 
 class ComposedStore:
-    """The shared roles' doors; a store sets ``log``, ``runs``, ``lanes`` and ``inbox``."""
+    """The shared roles' doors; a store sets ``log``, ``log_writes``, ``runs``, ``lanes`` and
+    ``inbox``."""
 
     log: LogReads
+    log_writes: LogWrites
     runs: RunReads
     lanes: StateLanes
     inbox: Inbox
@@ -35,6 +40,18 @@ class ComposedStore:
     last_event_seq = Door("log", LogReads.last_event_seq)
     thread_activity = Door("log", LogReads.thread_activity)
     thread_usage = Door("log", LogReads.thread_usage)
+
+    # -- the thread log, runs and leases, written --
+    ensure_thread = Door("log_writes", LogWrites.ensure_thread)
+    update_thread = Door("log_writes", LogWrites.update_thread)
+    append = Door("log_writes", LogWrites.append)
+    append_events = Door("log_writes", LogWrites.append_events)
+    start_run = Door("log_writes", LogWrites.start_run)
+    renew_lease = Door("log_writes", LogWrites.renew_lease)
+    reap_expired_lease = Door("log_writes", LogWrites.reap_expired_lease)
+    finish_run = Door("log_writes", LogWrites.finish_run)
+    rescue_stranded = Door("log_writes", LogWrites.rescue_stranded)
+    claim_signals = Door("log_writes", LogWrites.claim_signals)
 
     # -- runs, leases and waiting signals, read; scores and overrides --
     active_run = Door("runs", RunReads.active_run)

@@ -28,7 +28,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
-from typing import Any, TypeVar, TypeVarTuple
+from typing import TypeVar, TypeVarTuple
 
 import tui_agent.store.postgres_txn as txn
 from tui_agent.errors import StoreError, StoreFullError
@@ -38,20 +38,20 @@ from tui_agent.store.dialect import POSTGRES, Dialect
 from tui_agent.store.inbox import Inbox
 from tui_agent.store.lanes import StateLanes
 from tui_agent.store.location import without_password
+from tui_agent.store.log_writes import LogWrites
 from tui_agent.store.pg_driver import INSTALL_HINT, PgConnection, PgPool, require_asyncpg
 from tui_agent.store.postgres_changes import ChangeListener
 from tui_agent.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from tui_agent.store.reads import FLAG_ABORT, LogReads, RunReads
 from tui_agent.store.records import (
     EventIn,
-    FinishOutcome,
     MessageIn,
     RouteResult,
     RunRecord,
     SignalIn,
-    ThreadRecord,
 )
 from tui_agent.store.roles import Args, Row, Session
+from tui_agent.store.writes import Txn
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -87,6 +87,7 @@ class PostgresStore(ComposedStore):
         database = PostgresDatabase(self)
         self.log = LogReads(database)
         self.runs = RunReads(database)
+        self.log_writes = LogWrites(self, self.log, self.runs)
         self.lanes = StateLanes(database)
         self.inbox = Inbox(database)
 
@@ -185,6 +186,15 @@ class PostgresStore(ComposedStore):
         async with self._in_call_order(thread_id):
             return await self.write(body, *args)
 
+    async def run_write(
+        self, thread_id: str | None, write: Callable[[Dialect, *Ts], Txn[T]], *args: *Ts
+    ) -> T:
+        """The shared roles' writes (``log_writes.py``): one transaction, in this process's
+        call order on ``thread_id`` if given."""
+        if thread_id is None:
+            return await self.write(txn.in_dialect, write, *args)
+        return await self.write_thread(thread_id, txn.in_dialect, write, *args)
+
     @asynccontextmanager
     async def _in_call_order(self, thread_id: str) -> AsyncGenerator[None]:
         """Writes to one thread from this process, one at a time in the order called: the
@@ -224,7 +234,8 @@ class PostgresStore(ComposedStore):
             if not listeners:
                 del self._changes.listeners[thread_id]
 
-    def _notify(self, thread_id: str) -> None:
+    def notify(self, thread_id: str) -> None:
+        """Wake this store's listeners of the thread."""
         self._changes.set_thread(thread_id)
 
     async def data_version(self) -> int:
@@ -241,40 +252,7 @@ class PostgresStore(ComposedStore):
         """The server process of the listening connection (None: not listening)."""
         return self._changes.backend_pid()
 
-    # -- threads ------------------------------------------------------------------------------
-
-    async def ensure_thread(
-        self, thread_id: str, resource_id: str, *, title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> ThreadRecord:
-        await self.write(txn.ensure_thread, thread_id, resource_id, title, metadata)
-        thread = await self.get_thread(thread_id)
-        assert thread is not None
-        return thread
-
-    async def update_thread(
-        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> ThreadRecord:
-        await self.write(txn.update_thread, thread_id, title, metadata)
-        thread = await self.get_thread(thread_id)
-        assert thread is not None
-        return thread
-
     # -- messages and events ------------------------------------------------------------------
-
-    async def append(
-        self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
-        events: Iterable[EventIn] = (), fence: str | None = None,
-    ) -> None:
-        """One transaction; refused (``LeaseLostError``) unless run ``fence``, if given, holds
-        the thread's lease."""
-        await self.write_thread(
-            thread_id, txn.locked_append, thread_id, resource_id, list(messages), list(events),
-            fence)
-        self._notify(thread_id)
-
-    async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
-        await self.append(thread_id, "", events=events)
 
     def append_soon(
         self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
@@ -295,23 +273,6 @@ class PostgresStore(ComposedStore):
             self._run_lookups = asyncio.Lock()
         async with self._run_lookups:
             return await self.runs.get_run(run_id)
-
-    async def start_run(
-        self, thread_id: str, resource_id: str, run_id: str, *, owner: str, ttl_s: float,
-        agent_id: str | None = None, title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> bool:
-        started = await self.write_thread(
-            thread_id, txn.start_run, thread_id, resource_id, run_id, owner, ttl_s, agent_id,
-            title, metadata,
-        )
-        self._notify(thread_id)
-        return started
-
-    async def renew_lease(
-        self, thread_id: str, run_id: str, owner: str, ttl_s: float
-    ) -> tuple[bool, bool]:
-        return await self.write(txn.renew_lease, thread_id, run_id, owner, ttl_s)
 
     def request_abort_sync(self, thread_id: str) -> str | None:
         """asyncpg is async only: the flag is set from a thread of its own, on a connection
@@ -343,40 +304,6 @@ class PostgresStore(ComposedStore):
             return None  # a database nothing has used yet has no live run
         finally:
             await conn.close()
-
-    async def reap_expired_lease(self, thread_id: str) -> bool:
-        if not await self.runs.lease_expired(thread_id):
-            return False
-        reaped = await self.write_thread(thread_id, txn.reap_expired, thread_id)
-        if reaped:
-            self._notify(thread_id)
-        return reaped
-
-    async def finish_run(
-        self, thread_id: str, resource_id: str, run_id: str, *, owner: str, status: str,
-        finish_reason: str | None, error: str | None = None,
-        messages: Sequence[MessageIn] = (), events: Sequence[EventIn] = (), force: bool = False,
-        keep_pending: bool = False, resume: bool = False,
-    ) -> FinishOutcome:
-        """Fenced: ``LeaseLostError`` unless ``run_id`` holds the lease (see the contract)."""
-        outcome = await self.write_thread(
-            thread_id, txn.finish_run, thread_id, resource_id, run_id, owner, status,
-            finish_reason, error, list(messages), list(events), force, keep_pending, resume,
-        )
-        if outcome.finished:
-            self._notify(thread_id)
-        return outcome
-
-    async def rescue_stranded(
-        self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
-    ) -> tuple[str, str] | None:
-        """Take over a thread whose signals wait with no live run (see the contract)."""
-        rescued = await self.write_thread(
-            thread_id, txn.rescue_stranded, thread_id, owner, ttl_s, agent_id
-        )
-        if rescued is not None:
-            self._notify(thread_id)
-        return rescued
 
     # -- signals ------------------------------------------------------------------------------
 
@@ -410,14 +337,14 @@ class PostgresStore(ComposedStore):
         if if_active == "deliver" and not queue:
             run_id = await self._deliver_fast(thread_id, resource_id, signal)
             if run_id is not None:
-                self._notify(thread_id)
+                self.notify(thread_id)
                 return RouteResult("deliver", run_id)
         result = await self.write_thread(
             thread_id, txn.route_signal, thread_id, resource_id, signal, echo_when_idle or signal,
             if_active, if_idle, queue, owner, ttl_s, agent_id,
         )
         if result.action != "discard":
-            self._notify(thread_id)
+            self.notify(thread_id)
         return result
 
     async def _deliver_fast(
@@ -436,18 +363,6 @@ class PostgresStore(ComposedStore):
         if run_id is not None:
             self._commits += 1
         return run_id
-
-    async def claim_signals(
-        self, thread_id: str, resource_id: str, run_id: str, *,
-        messages_before: Sequence[MessageIn] = (), events_before: Sequence[EventIn] = (),
-    ) -> list[dict[str, Any]]:
-        taken = await self.write_thread(
-            thread_id, txn.claim_signals, thread_id, resource_id, run_id, list(messages_before),
-            list(events_before),
-        )
-        if taken or messages_before or events_before:
-            self._notify(thread_id)
-        return taken
 
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from functools import wraps
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar, TypeVarTuple
 
 import tui_agent.store.writes as writes
 from tui_agent.store.codec import dumps
@@ -26,6 +26,7 @@ from tui_agent.store.writes import Txn
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 async def drive(conn: PgConnection, txn: Txn[T]) -> T:
@@ -62,16 +63,14 @@ def on_postgres(
     return body
 
 
-ensure_thread = on_postgres(writes.ensure_thread)
-update_thread = on_postgres(writes.update_thread)
-locked_append = on_postgres(writes.append_as_run)
-start_run = on_postgres(writes.start_run)
-renew_lease = on_postgres(writes.renew_lease)
-reap_expired = on_postgres(writes.reap_expired)
-finish_run = on_postgres(writes.finish_run)
-rescue_stranded = on_postgres(writes.rescue_stranded)
+async def in_dialect(
+    conn: PgConnection, write: Callable[[Dialect, *Ts], Txn[T]], *args: *Ts
+) -> T:
+    """``write(POSTGRES, *args)`` driven on ``conn``: the body of any shared write."""
+    return await drive(conn, write(POSTGRES, *args))
+
+
 route_signal = on_postgres(writes.route_signal)
-claim_signals = on_postgres(writes.claim_signals)
 
 
 def message_column(signal: SignalIn) -> str:

@@ -47,6 +47,7 @@ from tui_agent.store.files import prepare_store_file, tighten_sidecars, unusable
 from tui_agent.store.inbox import Inbox
 from tui_agent.store.lanes import StateLanes
 from tui_agent.store.location import MEMORY, default_location, sqlite_path
+from tui_agent.store.log_writes import LogWrites
 from tui_agent.store.reads import FLAG_ABORT, LogReads, RunReads
 from tui_agent.store.records import (
     EventIn,
@@ -54,10 +55,10 @@ from tui_agent.store.records import (
     MessageIn,
     RouteResult,
     SignalIn,
-    ThreadRecord,
 )
 from tui_agent.store.roles import Args, Door, Row, Session
 from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
+from tui_agent.store.writes import Txn
 
 if TYPE_CHECKING:
     import aiosqlite  # loaded on first use: ``import tui_agent`` stays fast
@@ -112,6 +113,7 @@ class SqliteStore(ComposedStore):
         database = SqliteDatabase(self)
         self.log = LogReads(database)
         self.runs = RunReads(database)
+        self.log_writes = LogWrites(self, self.log, self.runs)
         self.lanes = StateLanes(database)
         self.inbox = Inbox(database)
 
@@ -222,6 +224,14 @@ class SqliteStore(ComposedStore):
             return await self.submit(body, *args)
         except sqlite3.DatabaseError as error:
             raise unusable_store_error(self.path, error) or error from None
+
+    async def run_write(
+        self, thread_id: str | None, write: Callable[[Dialect, *Ts], Txn[T]], *args: *Ts
+    ) -> T:
+        """The shared roles' writes (``log_writes.py``): ``write`` driven on the connection's
+        thread as :meth:`write` runs a body (``thread_id`` needs nothing more here: the writer
+        keeps arrival order)."""
+        return await self.write(txn.in_dialect, write, *args)
 
     async def _write_now(self, body: Body[*Ts, T], args: tuple[*Ts]) -> T:
         """Nothing is in flight: run the write in the caller's own task at once (no writer task,
@@ -353,7 +363,8 @@ class SqliteStore(ComposedStore):
             if not listeners:
                 del self._listeners[thread_id]
 
-    def _notify(self, thread_id: str) -> None:
+    def notify(self, thread_id: str) -> None:
+        """Wake this store's listeners of the thread."""
         for event in self._listeners.get(thread_id, ()):
             event.set()
 
@@ -369,49 +380,6 @@ class SqliteStore(ComposedStore):
         commits do not change :meth:`data_version`; with both, a reader learns of every
         commit, from this process or another, without reading a table."""
         return self._commits
-
-    # -- threads ------------------------------------------------------------------------------
-
-    async def ensure_thread(
-        self,
-        thread_id: str,
-        resource_id: str,
-        *,
-        title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> ThreadRecord:
-        """Create the thread, or update the title/metadata given. A thread belongs to one
-        resource: asking for it under another is an error."""
-        await self.write(txn.ensure_thread, thread_id, resource_id, title, metadata)
-        thread = await self.get_thread(thread_id)
-        assert thread is not None
-        return thread
-
-    async def update_thread(
-        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> ThreadRecord:
-        await self.write(txn.update_thread, thread_id, title, metadata)
-        thread = await self.get_thread(thread_id)
-        assert thread is not None
-        return thread
-
-    # -- messages and events ------------------------------------------------------------------
-
-    async def append(
-        self,
-        thread_id: str,
-        resource_id: str,
-        *,
-        messages: Iterable[MessageIn] = (),
-        events: Iterable[EventIn] = (),
-        fence: str | None = None,
-    ) -> None:
-        """Append messages and events to a thread in one transaction (refused with
-        ``LeaseLostError`` unless run ``fence``, if given, holds the thread's lease)."""
-        await self.write(
-            txn.append_as_run, thread_id, resource_id, list(messages), list(events), fence
-        )
-        self._notify(thread_id)
 
     def append_soon(
         self,
@@ -434,37 +402,7 @@ class SqliteStore(ComposedStore):
 
     def _notify_committed(self, thread_id: str, write: asyncio.Future[Any]) -> None:
         if not write.cancelled() and write.exception() is None:
-            self._notify(thread_id)
-
-    async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
-        await self.append(thread_id, "", events=events)
-
-    # -- runs and leases ----------------------------------------------------------------------
-
-    async def start_run(
-        self,
-        thread_id: str,
-        resource_id: str,
-        run_id: str,
-        *,
-        owner: str,
-        ttl_s: float,
-        agent_id: str | None = None,
-        title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> bool:
-        """Take the thread's lease for a new run (False if another live run holds it)."""
-        started = await self.write(
-            txn.start_run, thread_id, resource_id, run_id, owner, ttl_s, agent_id, title, metadata
-        )
-        self._notify(thread_id)
-        return started
-
-    async def renew_lease(
-        self, thread_id: str, run_id: str, owner: str, ttl_s: float
-    ) -> tuple[bool, bool]:
-        """Extend our lease. Returns (still ours, abort requested)."""
-        return await self.write(txn.renew_lease, thread_id, run_id, owner, ttl_s)
+            self.notify(thread_id)
 
     def request_abort_sync(self, thread_id: str) -> str | None:
         """Flag the thread's live run for abort, from plain (non-async) code: the run's owner,
@@ -483,65 +421,6 @@ class SqliteStore(ComposedStore):
                     raise
                 return None  # a store nothing has used yet has no live run
         return None if row is None else row[0]
-
-    async def reap_expired_lease(self, thread_id: str) -> bool:
-        """End a run whose owner died. True if one was interrupted."""
-        if not await self.runs.lease_expired(thread_id):
-            return False
-        reaped = await self.write(txn.reap_expired, thread_id)
-        if reaped:
-            self._notify(thread_id)
-        return reaped
-
-    async def finish_run(
-        self,
-        thread_id: str,
-        resource_id: str,
-        run_id: str,
-        *,
-        owner: str,
-        status: str,
-        finish_reason: str | None,
-        error: str | None = None,
-        messages: Sequence[MessageIn] = (),
-        events: Sequence[EventIn] = (),
-        force: bool = False,
-        keep_pending: bool = False,
-        resume: bool = False,
-    ) -> FinishOutcome:
-        """End the run and release the lease, atomically with its last messages and events —
-        unless signals arrived for it meanwhile (then nothing is written: the run continues).
-        ``force`` (abort, failure) ends it regardless; signals still pending then are kept in
-        the thread's history as persisted (echoed before the run's last event), so nothing that
-        was accepted is left in limbo. A queued message then starts the next run under the
-        same lease."""
-        outcome = await self.write(
-            txn.finish_run,
-            thread_id,
-            resource_id,
-            run_id,
-            owner,
-            status,
-            finish_reason,
-            error,
-            list(messages),
-            list(events),
-            force,
-            keep_pending,
-            resume,
-        )
-        if outcome.finished:
-            self._notify(thread_id)
-        return outcome
-
-    async def rescue_stranded(
-        self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
-    ) -> tuple[str, str] | None:
-        """Take over a thread whose signals wait with no live run (see the contract)."""
-        rescued = await self.write(txn.rescue_stranded, thread_id, owner, ttl_s, agent_id)
-        if rescued is not None:
-            self._notify(thread_id)
-        return rescued
 
     def route_signal_soon(
         self,
@@ -614,14 +493,14 @@ class SqliteStore(ComposedStore):
         outcome: txn.Outcome,
     ) -> None:
         if outcome.error is None and outcome.value.action != "discard":
-            self._notify(thread_id)
+            self.notify(thread_id)
         then(outcome.value, outcome.error)
 
     def _notify_routed(self, thread_id: str, routed: asyncio.Future[RouteResult]) -> None:
         if routed.cancelled() or routed.exception() is not None:
             return
         if routed.result().action != "discard":
-            self._notify(thread_id)
+            self.notify(thread_id)
 
     async def route_signal(
         self,
@@ -658,31 +537,6 @@ class SqliteStore(ComposedStore):
             agent_id=agent_id,
             echo_when_idle=echo_when_idle,
         )
-
-    async def claim_signals(
-        self,
-        thread_id: str,
-        resource_id: str,
-        run_id: str,
-        *,
-        messages_before: Sequence[MessageIn] = (),
-        events_before: Sequence[EventIn] = (),
-    ) -> list[dict[str, Any]]:
-        """Take every pending signal of the thread (arrival order) into run ``run_id``: each
-        becomes a stored user message and an echo in the log, after ``messages_before`` and
-        ``events_before`` (the run's own output so far, so the log keeps the order the model
-        saw). Returns ``[{"id", "type", "message", "data"}]``."""
-        taken = await self.write(
-            txn.claim_signals,
-            thread_id,
-            resource_id,
-            run_id,
-            list(messages_before),
-            list(events_before),
-        )
-        if taken or messages_before or events_before:
-            self._notify(thread_id)
-        return taken
 
 
 

@@ -148,17 +148,15 @@ def _batch_in_savepoint(
     return [Outcome(value) for value in values]
 
 
-ensure_thread = on_sqlite(writes.ensure_thread)
-update_thread = on_sqlite(writes.update_thread)
+def in_dialect(conn: Conn, write: Callable[[Dialect, *Ts], Txn[T]], *args: *Ts) -> T:
+    """``write(SQLITE, *args)`` driven on ``conn``: the body of any shared write."""
+    return drive(conn, write(SQLITE, *args))
+
+
+# The bodies the store's queued writes run (group commit keys its batch form on route_signal).
 append = on_sqlite(writes.append)
 append_as_run = on_sqlite(writes.append_as_run)
-start_run = on_sqlite(writes.start_run)
-renew_lease = on_sqlite(writes.renew_lease)
-reap_expired = on_sqlite(writes.reap_expired)
-finish_run = on_sqlite(writes.finish_run)
-rescue_stranded = on_sqlite(writes.rescue_stranded)
 route_signal = on_sqlite(writes.route_signal)
-claim_signals = on_sqlite(writes.claim_signals)
 
 
 def signal_row(
