@@ -8,8 +8,8 @@ notification inbox), each written once (``reads.py``, ``log_writes.py``, ``lanes
 differs between the stores (how a write transaction runs, who is told of a commit, the queued
 forms of a write) is each store's own class.
 
-:class:`ComposedStore` only opens each role method under its contract name (a
-:class:`~tui_agent.store.roles.Door`): ``store.get_thread(...)`` is
+:class:`ComposedStore` makes the role objects and opens each role method under its contract
+name (a :class:`~tui_agent.store.roles.Door`): ``store.get_thread(...)`` is
 ``store.log.get_thread(...)``. It holds no state and no behaviour of its own.
 """
 
@@ -17,20 +17,21 @@ from __future__ import annotations
 
 from tui_agent.store.inbox import Inbox
 from tui_agent.store.lanes import StateLanes
-from tui_agent.store.log_writes import LogWrites
+from tui_agent.store.log_writes import LogWrites, Writer
 from tui_agent.store.reads import LogReads, RunReads
-from tui_agent.store.roles import Door
+from tui_agent.store.roles import Database, Door
 
 
 class ComposedStore:
-    """The shared roles' doors; a store sets ``log``, ``log_writes``, ``runs``, ``lanes`` and
-    ``inbox``."""
+    """The shared role objects on a store's ``database`` (reads, statements) and ``writer``
+    (its write transactions), and their doors."""
 
-    log: LogReads
-    log_writes: LogWrites
-    runs: RunReads
-    lanes: StateLanes
-    inbox: Inbox
+    def __init__(self, database: Database, writer: Writer) -> None:
+        self.log = LogReads(database)
+        self.runs = RunReads(database)
+        self.log_writes = LogWrites(writer, self.log, self.runs)
+        self.lanes = StateLanes(database)
+        self.inbox = Inbox(database)
 
     # -- the thread log, read --
     get_thread = Door("log", LogReads.get_thread)

@@ -7,11 +7,11 @@ process on every machine using the database:
 - one pool per store object (``POOL_SIZE`` connections: enough for a process with a few panes);
   asyncpg prepares each statement once per connection and caches it;
 - every write method is one transaction; those that touch a thread's log, lease or signals take
-  the thread's advisory lock first (``postgres_txn.py``): exactly one of concurrent wakes
-  wakes, and the event log's ``seq`` follows commit order;
+  the thread's advisory lock first (``writes.py``, run by ``postgres_txn.py``): exactly one of
+  concurrent wakes wakes, and the event log's ``seq`` follows commit order;
 - the inbox's claims lock their rows ``FOR UPDATE SKIP LOCKED`` (``inbox.py``, ``dialect.py``);
-- a run's writes are fenced by its run id and signals stranded by a dead run are rescued, as
-  on SQLite (``postgres_txn.py``); a full disk (SQLSTATE 53100) is one ``StoreFullError``;
+- a run's writes are fenced by its run id and signals stranded by a dead run are rescued, as on
+  SQLite (the same transactions); a full disk (SQLSTATE 53100) is one ``StoreFullError``;
 - change detection is ``LISTEN/NOTIFY`` (``postgres_changes.py``): ``data_version()`` is a
   counter the notifications bump, no query; listeners of a thread are woken by other processes'
   commits too.
@@ -35,14 +35,11 @@ from tui_agent.errors import StoreError, StoreFullError
 from tui_agent.store.codec import dumps
 from tui_agent.store.composed import ComposedStore
 from tui_agent.store.dialect import POSTGRES, Dialect
-from tui_agent.store.inbox import Inbox
-from tui_agent.store.lanes import StateLanes
 from tui_agent.store.location import without_password
-from tui_agent.store.log_writes import LogWrites
 from tui_agent.store.pg_driver import INSTALL_HINT, PgConnection, PgPool, require_asyncpg
 from tui_agent.store.postgres_changes import ChangeListener
 from tui_agent.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
-from tui_agent.store.reads import FLAG_ABORT, LogReads, RunReads
+from tui_agent.store.reads import FLAG_ABORT
 from tui_agent.store.records import (
     EventIn,
     MessageIn,
@@ -84,12 +81,7 @@ class PostgresStore(ComposedStore):
         self._run_lookups: asyncio.Lock | None = None
         self._changes = ChangeListener(self._connect)
         self._changes.on_change = self._wake_change_feed
-        database = PostgresDatabase(self)
-        self.log = LogReads(database)
-        self.runs = RunReads(database)
-        self.log_writes = LogWrites(self, self.log, self.runs)
-        self.lanes = StateLanes(database)
-        self.inbox = Inbox(database)
+        super().__init__(PostgresDatabase(self), self)
 
     def _wake_change_feed(self) -> None:
         """A notification arrived: wake this store's change-feed watchers at once (its poller

@@ -17,11 +17,12 @@ event-loop callback each). Tests: ``tests/test_group_commit.py``.
 Readers in other processes learn about new rows by polling ``PRAGMA data_version`` (cheap: no
 table is read) and then reading the event log past their cursor.
 
-``SqliteStore`` implements ``tui_agent.store.Store``: the writes of threads, messages, the event
-log, runs, leases and signals here (their write transactions in ``txn.py``); the reads, state
-lanes and the inbox are the role objects both stores share (``composed.py``), on this store's
-:class:`SqliteDatabase`. Tests: ``tests/test_store.py`` and the contract,
-``tests/test_store_contract.py``.
+``SqliteStore`` implements ``tui_agent.store.Store``: what is SQLite's own is here (the
+connection, group commit, the queued forms of appends and signal routing, listeners, aborting
+from plain code); the transactions are written once for both stores (``writes.py``, driven on
+the connection's thread by ``txn.py``) and so are the reads, state lanes and the inbox, role
+objects (``composed.py``) on this store's :class:`SqliteDatabase` and on :meth:`run_write`.
+Tests: ``tests/test_store.py`` and the contract, ``tests/test_store_contract.py``.
 """
 
 from __future__ import annotations
@@ -44,11 +45,8 @@ from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.composed import ComposedStore
 from tui_agent.store.dialect import SQLITE, Dialect
 from tui_agent.store.files import prepare_store_file, tighten_sidecars, unusable_store_error
-from tui_agent.store.inbox import Inbox
-from tui_agent.store.lanes import StateLanes
 from tui_agent.store.location import MEMORY, default_location, sqlite_path
-from tui_agent.store.log_writes import LogWrites
-from tui_agent.store.reads import FLAG_ABORT, LogReads, RunReads
+from tui_agent.store.reads import FLAG_ABORT, RunReads
 from tui_agent.store.records import (
     EventIn,
     FinishOutcome,
@@ -110,12 +108,7 @@ class SqliteStore(ComposedStore):
         self._leading = False  # a lone write runs in its caller's task (see write)
         self._listeners: dict[str, set[asyncio.Event]] = {}
         self._commits = 0  # write transactions committed through this object
-        database = SqliteDatabase(self)
-        self.log = LogReads(database)
-        self.runs = RunReads(database)
-        self.log_writes = LogWrites(self, self.log, self.runs)
-        self.lanes = StateLanes(database)
-        self.inbox = Inbox(database)
+        super().__init__(SqliteDatabase(self), self)
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"
@@ -423,67 +416,31 @@ class SqliteStore(ComposedStore):
         return None if row is None else row[0]
 
     def route_signal_soon(
-        self,
-        thread_id: str,
-        resource_id: str,
-        signal: SignalIn,
-        *,
-        if_active: str,
-        if_idle: str,
-        queue: bool = False,
-        owner: str,
-        ttl_s: float,
-        agent_id: str | None = None,
-        echo_when_idle: SignalIn | None = None,
+        self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
+        if_idle: str, queue: bool = False, owner: str, ttl_s: float,
+        agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
     ) -> asyncio.Future[RouteResult]:
         """:meth:`route_signal`, queued at once: the future resolves once the decision is
         committed. A burst of sends routes with no task per signal, in one group commit."""
         routed = self.submit(
-            txn.route_signal,
-            thread_id,
-            resource_id,
-            signal,
-            echo_when_idle or signal,
-            if_active,
-            if_idle,
-            queue,
-            owner,
-            ttl_s,
-            agent_id,
+            txn.route_signal, thread_id, resource_id, signal, echo_when_idle or signal,
+            if_active, if_idle, queue, owner, ttl_s, agent_id,
         )
         routed.add_done_callback(partial(self._notify_routed, thread_id))
         return routed
 
     def route_signal_then(
-        self,
-        then: Callable[[RouteResult | None, BaseException | None], None],
-        thread_id: str,
-        resource_id: str,
-        signal: SignalIn,
-        *,
-        if_active: str,
-        if_idle: str,
-        queue: bool = False,
-        owner: str,
-        ttl_s: float,
-        agent_id: str | None = None,
+        self, then: Callable[[RouteResult | None, BaseException | None], None],
+        thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str, if_idle: str,
+        queue: bool = False, owner: str, ttl_s: float, agent_id: str | None = None,
         echo_when_idle: SignalIn | None = None,
     ) -> None:
         """:meth:`route_signal_soon` with no future: the writer calls ``then(result, error)``
         once the decision is committed, for all the signals of a group in one pass."""
         self.submit_then(
-            partial(self._after_route, thread_id, then),
-            txn.route_signal,
-            thread_id,
-            resource_id,
-            signal,
-            echo_when_idle or signal,
-            if_active,
-            if_idle,
-            queue,
-            owner,
-            ttl_s,
-            agent_id,
+            partial(self._after_route, thread_id, then), txn.route_signal, thread_id,
+            resource_id, signal, echo_when_idle or signal, if_active, if_idle, queue, owner,
+            ttl_s, agent_id,
         )
 
     def _after_route(
@@ -503,18 +460,9 @@ class SqliteStore(ComposedStore):
             self.notify(thread_id)
 
     async def route_signal(
-        self,
-        thread_id: str,
-        resource_id: str,
-        signal: SignalIn,
-        *,
-        if_active: str,
-        if_idle: str,
-        queue: bool = False,
-        owner: str,
-        ttl_s: float,
-        agent_id: str | None = None,
-        echo_when_idle: SignalIn | None = None,
+        self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
+        if_idle: str, queue: bool = False, owner: str, ttl_s: float,
+        agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
     ) -> RouteResult:
         """Decide, atomically across processes, what happens to a signal:
 
@@ -526,16 +474,8 @@ class SqliteStore(ComposedStore):
         ``echo_when_idle`` is the signal as rendered for the idle branch (attributes differ).
         """
         return await self.route_signal_soon(
-            thread_id,
-            resource_id,
-            signal,
-            if_active=if_active,
-            if_idle=if_idle,
-            queue=queue,
-            owner=owner,
-            ttl_s=ttl_s,
-            agent_id=agent_id,
-            echo_when_idle=echo_when_idle,
+            thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
+            owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle,
         )
 
 
