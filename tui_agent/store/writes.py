@@ -42,7 +42,7 @@ from tui_agent.store.roles import Args, Row
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Statement:
     """One statement a transaction runs: ``rows`` sends back its rows; ``many`` runs it once
     per argument row (sends back None); else it sends back how many rows it touched."""
@@ -65,11 +65,15 @@ def _run(d: Dialect, sql: str, *args: object) -> Statement:
     return Statement(d.sql(sql), args)
 
 
-def lock(d: Dialect, key: str) -> Txn[None]:
+def lock(d: Dialect, key: str) -> Txn[None] | tuple[()]:
     """Serialise this transaction with every other one locking ``key``, until it ends (only
-    where the engine needs it: SQLite's write transaction already excludes other writers)."""
-    if d.lock_key is not None:
-        yield Statement(d.sql(d.lock_key), (key,), rows=True)
+    where the engine needs it: SQLite's write transaction already excludes other writers, and
+    gets nothing to run, not even a generator; ``yield from`` it)."""
+    return () if d.lock_key is None else _lock(d, d.lock_key, key)
+
+
+def _lock(d: Dialect, statement: str, key: str) -> Txn[None]:
+    yield Statement(d.sql(statement), (key,), rows=True)
 
 
 # -- threads, messages, events ----------------------------------------------------------------
