@@ -20,13 +20,6 @@ BASEDPYRIGHT = Path(sys.executable).with_name("basedpyright")
 PENDING = {
     "tui_agent/agent/agent.py",
     "tui_agent/notifications/inbox.py",
-    "tui_agent/store/postgres.py",
-    "tui_agent/store/postgres_inbox.py",
-    "tui_agent/store/postgres_txn.py",
-    "tui_agent/store/records.py",
-    "tui_agent/store/sqlite.py",
-    "tui_agent/store/sqlite_lanes.py",
-    "tui_agent/store/txn.py",
 }
 
 

@@ -38,7 +38,7 @@ from tui_agent.app.widgets.state_values import (
     patch_changes,
 )
 from tui_agent.app.widgets.thread_pane import ThreadPane
-from tui_agent.store import sqlite_lanes as lanes_module
+from tui_agent.store import lanes as lanes_module
 from tui_agent.testing import ScriptedModel
 
 MAIN = {"resource_id": "me", "thread_id": "main"}

@@ -1,8 +1,19 @@
-"""The store contract: every query the core makes, behind one ``typing.Protocol``.
+"""The store contract: every query the core makes, as the roles a reader thinks in.
 
 ``Memory``, the run loop, signal routing, subscriptions, state lanes and the notification inbox
-talk to a store only through these methods, so any store that implements them (SQLite today,
-PostgreSQL next) runs the whole core. Nothing here names an engine: values are plain Python
+talk to a store only through these methods, so any store that implements them (SQLite and
+PostgreSQL today) runs the whole core. Each role is a small ``typing.Protocol``:
+
+- :class:`StoreHandle`: the store itself, and how a reader learns of commits;
+- :class:`ThreadLog`: threads, their messages and each thread's ordered event log;
+- :class:`RunsAndLeases`: runs, the lease one live run holds, stranded signals' rescue, and
+  what is kept of a run (scores) and of an agent (the editor's overrides);
+- :class:`SignalRouting`: where a signal goes, and a run taking its pending signals;
+- :class:`StateLaneStore`: state lanes and their history;
+- :class:`InboxStore`: the notification inbox (its search included).
+
+:class:`Store` is all of them: what ``Memory(store=...)`` takes. Code that needs one role can
+ask for that Protocol alone. Nothing here names an engine: values are plain Python
 (``str``, ``int``, ``float`` epoch seconds, dicts and lists that JSON can hold) and the records
 of ``tui_agent.store.records``.
 
@@ -52,11 +63,8 @@ NotificationCursor = tuple[float, int]  # opaque to callers: pass back what the 
 
 
 @runtime_checkable
-class Store(Protocol):
-    """What a store does. Every method is ``async`` except the listener pair,
-    :meth:`request_abort_sync` and the two properties."""
-
-    # -- the store itself -----------------------------------------------------------------------
+class StoreHandle(Protocol):
+    """The store itself: where it is, closing it, and learning of commits."""
 
     @property
     def location(self) -> str:
@@ -88,7 +96,11 @@ class Store(Protocol):
         """How many write transactions this store object committed (monotonic)."""
         ...
 
-    # -- threads --------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class ThreadLog(Protocol):
+    """Threads, their messages and each thread's ordered event log."""
 
     async def ensure_thread(
         self, thread_id: str, resource_id: str, *, title: str | None = None,
@@ -110,7 +122,6 @@ class Store(Protocol):
         """Every thread (of ``resource_id``), most recently updated first."""
         ...
 
-    # -- messages and the event log -------------------------------------------------------------
 
     async def append(
         self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
@@ -164,7 +175,12 @@ class Store(Protocol):
         ``finish``/``abort``/``error`` events' ``usage``)."""
         ...
 
-    # -- runs and leases ------------------------------------------------------------------------
+
+
+@runtime_checkable
+class RunsAndLeases(Protocol):
+    """Runs and the lease a live run holds on its thread (at most one per thread, across every
+    process); what is kept of a run and of an agent."""
 
     async def active_run(self, thread_id: str) -> ActiveRun | None:
         """The thread's live run: a lease that has not expired."""
@@ -252,7 +268,12 @@ class Store(Protocol):
         """Store (replace) an agent's editor overrides; None removes them."""
         ...
 
-    # -- signals --------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class SignalRouting(Protocol):
+    """Where a signal goes (into a live run, waking a new one, kept or dropped), and a run
+    taking the signals pending for it."""
 
     async def route_signal(
         self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
@@ -309,7 +330,11 @@ class Store(Protocol):
         ``{"id", "type", "status", "run_id", "data", "created_at"}``."""
         ...
 
-    # -- state lanes ----------------------------------------------------------------------------
+
+
+@runtime_checkable
+class StateLaneStore(Protocol):
+    """State lanes: a thread's named values, versioned, with their history."""
 
     async def list_state_lanes(self, thread_id: str) -> list[StateLane]:
         """The thread's lanes, by lane id."""
@@ -333,7 +358,11 @@ class Store(Protocol):
         distinct, consecutive versions."""
         ...
 
-    # -- the notification inbox -----------------------------------------------------------------
+
+
+@runtime_checkable
+class InboxStore(Protocol):
+    """The notification inbox: records, their claims by dispatchers, and search."""
 
     async def get_notification(self, notification_id: str) -> NotificationRecord | None: ...
 
@@ -432,3 +461,12 @@ class Store(Protocol):
         ``max_attempts`` it ends ``failed``, else its digest (``digest``) or delivery is due
         again at ``retry_at(attempts)``; the claim is released."""
         ...
+
+
+@runtime_checkable
+class Store(
+    StoreHandle, ThreadLog, RunsAndLeases, SignalRouting, StateLaneStore, InboxStore, Protocol
+):
+    """What a store does: every role above. Every method is ``async`` except the listener
+    pair, :meth:`request_abort_sync`, ``append_soon``, the two ``route_signal_*`` queueing
+    forms and the two properties."""

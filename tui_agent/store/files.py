@@ -84,7 +84,7 @@ def unusable_store_error(path: str, error: BaseException) -> StoreCorruptError |
 
 
 def _make_private_dirs(directory: Path) -> None:
-    missing = []
+    missing: list[Path] = []
     while not directory.exists():
         missing.append(directory)
         if directory.parent == directory:

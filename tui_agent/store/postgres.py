@@ -7,11 +7,11 @@ process on every machine using the database:
 - one pool per store object (``POOL_SIZE`` connections: enough for a process with a few panes);
   asyncpg prepares each statement once per connection and caches it;
 - every write method is one transaction; those that touch a thread's log, lease or signals take
-  the thread's advisory lock first (``postgres_txn.py``): exactly one of concurrent wakes
-  wakes, and the event log's ``seq`` follows commit order;
-- the inbox's claims lock their rows ``FOR UPDATE SKIP LOCKED`` (``postgres_inbox.py``);
-- a run's writes are fenced by its run id and signals stranded by a dead run are rescued, as
-  on SQLite (``postgres_txn.py``); a full disk (SQLSTATE 53100) is one ``StoreFullError``;
+  the thread's advisory lock first (``writes.py``, run by ``postgres_txn.py``): exactly one of
+  concurrent wakes wakes, and the event log's ``seq`` follows commit order;
+- the inbox's claims lock their rows ``FOR UPDATE SKIP LOCKED`` (``inbox.py``, ``dialect.py``);
+- a run's writes are fenced by its run id and signals stranded by a dead run are rescued, as on
+  SQLite (the same transactions); a full disk (SQLSTATE 53100) is one ``StoreFullError``;
 - change detection is ``LISTEN/NOTIFY`` (``postgres_changes.py``): ``data_version()`` is a
   counter the notifications bump, no query; listeners of a thread are woken by other processes'
   commits too.
@@ -25,67 +25,46 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar, TypeVarTuple
 
 import tui_agent.store.postgres_txn as txn
-from tui_agent.errors import ConfigError, StoreError, StoreFullError
-from tui_agent.store.codec import dumps, loads
+from tui_agent.errors import StoreError, StoreFullError
+from tui_agent.store.codec import dumps
+from tui_agent.store.composed import ComposedStore
+from tui_agent.store.dialect import POSTGRES, Dialect
 from tui_agent.store.location import without_password
+from tui_agent.store.pg_driver import INSTALL_HINT, PgConnection, PgPool, require_asyncpg
 from tui_agent.store.postgres_changes import ChangeListener
-from tui_agent.store.postgres_inbox import PostgresInbox
 from tui_agent.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from tui_agent.store.reads import FLAG_ABORT
 from tui_agent.store.records import (
-    ActiveRun,
     EventIn,
-    FinishOutcome,
     MessageIn,
-    MessageRecord,
     RouteResult,
     RunRecord,
     SignalIn,
-    ThreadRecord,
-    event_chunk,
-    message_record,
-    to_datetime,
 )
+from tui_agent.store.roles import Args, Row, Session
+from tui_agent.store.writes import Txn
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+# A write transaction's body: ``await body(conn, *args)`` inside the open transaction.
+Body = Callable[[PgConnection, *Ts], Awaitable[T]]
 
 POOL_SIZE = 8  # a process with a few panes: each pane's subscriber reads, one run writes
 CONNECT_TIMEOUT_S = 10.0
-INSTALL_HINT = "pip install 'tui-agent[postgres]'"
+__all__ = ["INSTALL_HINT", "POOL_SIZE", "PostgresStore", "require_asyncpg"]
 
 
-def require_asyncpg() -> Any:
-    """The asyncpg module, or one ``ConfigError`` saying what to install."""
-    try:
-        import asyncpg
-    except ImportError as error:
-        raise ConfigError(
-            f"a postgresql:// store needs the asyncpg driver: {INSTALL_HINT}"
-        ) from error
-    return asyncpg
-
-
-_RUN_COLUMNS = (
-    "id, thread_id, resource_id, agent_id, owner, status, start_seq, finish_reason, error,"
-    " scores, started_at, ended_at"
-)
-# A message row, with the data and model message of the signal it refers to (NULL for any
-# other message): see records.message_record.
-_MESSAGE_COLUMNS = (
-    "m.seq, m.id, m.thread_id, m.resource_id, m.role, m.content, m.run_id, m.metadata,"
-    " m.created_at, s.data, s.message FROM messages m LEFT JOIN signals s ON s.id=m.signal_id"
-)
-_THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
-
-
-class PostgresStore(PostgresInbox):
+class PostgresStore(ComposedStore):
     """A store in a PostgreSQL database (``postgresql://`` or ``postgres://`` URL). Connects
-    lazily, on first use; :meth:`close` releases the pool and the listening connection."""
+    lazily, on first use; :meth:`close` releases the pool and the listening connection. Its
+    reads, lanes and inbox are the shared role objects (``composed.py``) on this store's
+    :class:`PostgresDatabase`; its writes of the log, leases and signals are here."""
 
     # Listeners are set by other processes' commits too (NOTIFY), not only this object's: a
     # poller may wait on them and call data_version() only now and then (≥ 0.5 s: it keeps the
@@ -95,13 +74,14 @@ class PostgresStore(PostgresInbox):
     def __init__(self, url: str) -> None:
         require_asyncpg()
         self.url = url
-        self._pool: Any = None
+        self._pool: PgPool | None = None
         self._open_lock: asyncio.Lock | None = None
         self._commits = 0
-        self._thread_order: dict[str, list[Any]] = {}  # thread id: [its lock, users]
+        self._thread_order: dict[str, _InCallOrder] = {}
         self._run_lookups: asyncio.Lock | None = None
         self._changes = ChangeListener(self._connect)
         self._changes.on_change = self._wake_change_feed
+        super().__init__(PostgresDatabase(self), self)
 
     def _wake_change_feed(self) -> None:
         """A notification arrived: wake this store's change-feed watchers at once (its poller
@@ -119,13 +99,13 @@ class PostgresStore(PostgresInbox):
 
     # -- connections --------------------------------------------------------------------------
 
-    async def _connect(self) -> Any:
+    async def _connect(self) -> PgConnection:
         asyncpg = require_asyncpg()
         with self._unreachable_is_a_store_error():
             return await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_S)
 
     @contextmanager
-    def _unreachable_is_a_store_error(self) -> Iterator[None]:
+    def _unreachable_is_a_store_error(self) -> Generator[None]:
         """A server that cannot be reached (or refuses us) is one ``StoreError`` naming the
         store without its password, not a driver traceback."""
         asyncpg = require_asyncpg()
@@ -137,7 +117,7 @@ class PostgresStore(PostgresInbox):
                 f"cannot open the PostgreSQL store {self.location}: {error}"
             ) from error
 
-    async def pool(self) -> Any:
+    async def pool(self) -> PgPool:
         if self._pool is not None:
             return self._pool
         if self._open_lock is None:
@@ -167,7 +147,7 @@ class PostgresStore(PostgresInbox):
         self._open_lock = self._run_lookups = None
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Any]:
+    async def transaction(self) -> AsyncGenerator[PgConnection]:
         """One write transaction on a pooled connection; counted in :attr:`local_commits`."""
         pool = await self.pool()
         with self._full_is_a_store_full_error():
@@ -176,7 +156,7 @@ class PostgresStore(PostgresInbox):
         self._commits += 1
 
     @contextmanager
-    def _full_is_a_store_full_error(self) -> Iterator[None]:
+    def _full_is_a_store_full_error(self) -> Generator[None]:
         """The server's disk full (SQLSTATE 53100) as one ``StoreFullError`` naming the store
         without its password, as SQLite's full file is; the transaction was rolled back."""
         try:
@@ -186,39 +166,48 @@ class PostgresStore(PostgresInbox):
                 f"the store {self.location} is full ({error}): nothing was written"
             ) from error
 
-    async def write(self, body: Callable[..., Awaitable[T]], *args: Any) -> T:
+    async def write(self, body: Body[*Ts, T], *args: *Ts) -> T:
         """Run ``body(conn, *args)`` (a function of ``postgres_txn``) as one transaction."""
         async with self.transaction() as conn:
             return await body(conn, *args)
 
     async def write_thread(
-        self, thread_id: str, body: Callable[..., Awaitable[T]], *args: Any
+        self, thread_id: str, body: Body[*Ts, T], *args: *Ts
     ) -> T:
         """:meth:`write` for a transaction on one thread, in this process's call order."""
         async with self._in_call_order(thread_id):
             return await self.write(body, *args)
 
+    async def run_write(
+        self, thread_id: str | None, write: Callable[[Dialect, *Ts], Txn[T]], *args: *Ts
+    ) -> T:
+        """The shared roles' writes (``log_writes.py``): one transaction, in this process's
+        call order on ``thread_id`` if given."""
+        if thread_id is None:
+            return await self.write(txn.in_dialect, write, *args)
+        return await self.write_thread(thread_id, txn.in_dialect, write, *args)
+
     @asynccontextmanager
-    async def _in_call_order(self, thread_id: str) -> AsyncIterator[None]:
+    async def _in_call_order(self, thread_id: str) -> AsyncGenerator[None]:
         """Writes to one thread from this process, one at a time in the order called: the
         pool's connections would otherwise reach the thread's advisory lock in any order
         (three messages sent one after another must arrive in that order, as on SQLite)."""
         entry = self._thread_order.get(thread_id)
         if entry is None:
-            entry = self._thread_order[thread_id] = [asyncio.Lock(), 0]
-        entry[1] += 1
+            entry = self._thread_order[thread_id] = _InCallOrder()
+        entry.users += 1
         try:
-            async with entry[0]:
+            async with entry.lock:
                 yield
         finally:
-            entry[1] -= 1
-            if entry[1] == 0:
+            entry.users -= 1
+            if entry.users == 0:
                 del self._thread_order[thread_id]
 
-    async def fetchall(self, sql: str, *args: Any) -> list[Any]:
+    async def fetchall(self, sql: str, *args: object) -> list[Row]:
         return list(await (await self.pool()).fetch(sql, *args))
 
-    async def fetchone(self, sql: str, *args: Any) -> Any:
+    async def fetchone(self, sql: str, *args: object) -> Row | None:
         return await (await self.pool()).fetchrow(sql, *args)
 
     # -- change notification ------------------------------------------------------------------
@@ -237,7 +226,8 @@ class PostgresStore(PostgresInbox):
             if not listeners:
                 del self._changes.listeners[thread_id]
 
-    def _notify(self, thread_id: str) -> None:
+    def notify(self, thread_id: str) -> None:
+        """Wake this store's listeners of the thread."""
         self._changes.set_thread(thread_id)
 
     async def data_version(self) -> int:
@@ -254,57 +244,7 @@ class PostgresStore(PostgresInbox):
         """The server process of the listening connection (None: not listening)."""
         return self._changes.backend_pid()
 
-    # -- threads ------------------------------------------------------------------------------
-
-    async def ensure_thread(
-        self, thread_id: str, resource_id: str, *, title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> ThreadRecord:
-        await self.write(txn.ensure_thread, thread_id, resource_id, title, metadata)
-        thread = await self.get_thread(thread_id)
-        assert thread is not None
-        return thread
-
-    async def update_thread(
-        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> ThreadRecord:
-        await self.write(txn.update_thread, thread_id, title, metadata)
-        thread = await self.get_thread(thread_id)
-        assert thread is not None
-        return thread
-
-    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        row = await self.fetchone(f"SELECT {_THREAD_COLUMNS} FROM threads WHERE id=$1", thread_id)
-        return None if row is None else _thread(row)
-
-    async def list_threads(self, resource_id: str | None = None) -> list[ThreadRecord]:
-        if resource_id is None:
-            rows = await self.fetchall(
-                f"SELECT {_THREAD_COLUMNS} FROM threads ORDER BY updated_at DESC"
-            )
-        else:
-            rows = await self.fetchall(
-                f"SELECT {_THREAD_COLUMNS} FROM threads WHERE resource_id=$1"
-                " ORDER BY updated_at DESC",
-                resource_id,
-            )
-        return [_thread(row) for row in rows]
-
     # -- messages and events ------------------------------------------------------------------
-
-    async def append(
-        self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
-        events: Iterable[EventIn] = (), fence: str | None = None,
-    ) -> None:
-        """One transaction; refused (``LeaseLostError``) unless run ``fence``, if given, holds
-        the thread's lease."""
-        await self.write_thread(
-            thread_id, txn.locked_append, thread_id, resource_id, list(messages), list(events),
-            fence)
-        self._notify(thread_id)
-
-    async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
-        await self.append(thread_id, "", events=events)
 
     def append_soon(
         self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
@@ -316,77 +256,7 @@ class PostgresStore(PostgresInbox):
         return asyncio.ensure_future(self.append(
             thread_id, resource_id, messages=list(messages), events=list(events), fence=fence))
 
-    async def list_messages(
-        self, thread_id: str, *, limit: int = 50, before: str | None = None
-    ) -> list[MessageRecord]:
-        if before is None:
-            rows = await self.fetchall(
-                f"SELECT {_MESSAGE_COLUMNS} WHERE m.thread_id=$1 ORDER BY m.seq DESC LIMIT $2",
-                thread_id, limit,
-            )
-        else:
-            rows = await self.fetchall(
-                f"SELECT {_MESSAGE_COLUMNS} WHERE m.thread_id=$1 AND m.seq <"
-                " (SELECT seq FROM messages WHERE id=$2) ORDER BY m.seq DESC LIMIT $3",
-                thread_id, before, limit,
-            )
-        return [message_record(row) for row in reversed(rows)]
-
-    async def read_events(
-        self, thread_id: str, after_seq: int, limit: int = 1000
-    ) -> list[dict[str, Any]]:
-        # A signal's echo refers to the signal's row: its payload is the row's data. A stored
-        # message's echo refers to the message: its contents are the message's content.
-        rows = await self.fetchall(
-            "SELECT e.seq, e.run_id, e.type, e.source, COALESCE(s.data, e.payload),"
-            " e.created_at, m.content FROM events e LEFT JOIN signals s ON s.id=e.signal_id"
-            " LEFT JOIN messages m ON m.id=e.message_id"
-            " WHERE e.thread_id=$1 AND e.seq>$2 ORDER BY e.seq LIMIT $3",
-            thread_id, after_seq, limit,
-        )
-        return [event_chunk(row) for row in rows]
-
-    async def last_event_seq(self, thread_id: str) -> int:
-        seq = await (await self.pool()).fetchval(
-            "SELECT MAX(seq) FROM events WHERE thread_id=$1", thread_id
-        )
-        return int(seq or 0)
-
-    async def thread_activity(self) -> dict[str, tuple[int, bool]]:
-        counts = await self.fetchall("SELECT thread_id, COUNT(*) FROM messages GROUP BY thread_id")
-        live = await self.fetchall(
-            f"SELECT thread_id FROM leases WHERE expires_at > {txn.SERVER_NOW}"
-        )
-        live_ids = {row[0] for row in live}
-        activity = {row[0]: (int(row[1]), row[0] in live_ids) for row in counts}
-        for thread_id in live_ids - activity.keys():
-            activity[thread_id] = (0, True)
-        return activity
-
-    async def thread_usage(self, thread_id: str) -> dict[str, int]:
-        row = await self.fetchone(
-            "SELECT COALESCE(SUM((payload::jsonb #>> '{usage,input_tokens}')::numeric), 0),"
-            " COALESCE(SUM((payload::jsonb #>> '{usage,output_tokens}')::numeric), 0)"
-            " FROM events WHERE thread_id=$1 AND type IN ('finish', 'abort', 'error')",
-            thread_id,
-        )
-        return {"input_tokens": int(row[0]), "output_tokens": int(row[1])}
-
     # -- runs and leases ----------------------------------------------------------------------
-
-    async def active_run(self, thread_id: str) -> ActiveRun | None:
-        row = await self.fetchone(
-            "SELECT l.run_id, l.owner, r.start_seq, l.expires_at, l.abort_requested,"
-            f" l.expires_at > {txn.SERVER_NOW} FROM leases l LEFT JOIN runs r ON r.id=l.run_id"
-            " WHERE l.thread_id=$1",
-            thread_id,
-        )
-        if row is None or not row[5]:
-            return None
-        return ActiveRun(
-            run_id=row[0], owner=row[1], start_seq=row[2], expires_at=to_datetime(row[3]),
-            abort_requested=bool(row[4]),
-        )
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """Lookups answer in call order (one at a time): signals sent to a run id find its
@@ -394,40 +264,7 @@ class PostgresStore(PostgresInbox):
         if self._run_lookups is None:
             self._run_lookups = asyncio.Lock()
         async with self._run_lookups:
-            row = await self.fetchone(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id=$1", run_id)
-        return None if row is None else _run(row)
-
-    async def list_runs(self, thread_id: str, limit: int = 20) -> list[RunRecord]:
-        rows = await self.fetchall(
-            f"SELECT {_RUN_COLUMNS} FROM runs WHERE thread_id=$1 ORDER BY started_at DESC"
-            " LIMIT $2",
-            thread_id, limit,
-        )
-        return [_run(row) for row in rows]
-
-    async def start_run(
-        self, thread_id: str, resource_id: str, run_id: str, *, owner: str, ttl_s: float,
-        agent_id: str | None = None, title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> bool:
-        started = await self.write_thread(
-            thread_id, txn.start_run, thread_id, resource_id, run_id, owner, ttl_s, agent_id,
-            title, metadata,
-        )
-        self._notify(thread_id)
-        return started
-
-    async def renew_lease(
-        self, thread_id: str, run_id: str, owner: str, ttl_s: float
-    ) -> tuple[bool, bool]:
-        return await self.write(txn.renew_lease, thread_id, run_id, owner, ttl_s)
-
-    async def abort_requested(self, thread_id: str, run_id: str) -> bool:
-        row = await self.fetchone(
-            "SELECT abort_requested FROM leases WHERE thread_id=$1 AND run_id=$2",
-            thread_id, run_id,
-        )
-        return bool(row and row[0])
+            return await self.runs.get_run(run_id)
 
     def request_abort_sync(self, thread_id: str) -> str | None:
         """asyncpg is async only: the flag is set from a thread of its own, on a connection
@@ -453,81 +290,12 @@ class PostgresStore(PostgresInbox):
         conn = await self._connect()
         try:
             return await conn.fetchval(
-                "UPDATE leases SET abort_requested=true WHERE thread_id=$1"
-                f" AND expires_at > {txn.SERVER_NOW} RETURNING run_id",
-                thread_id, timeout=CONNECT_TIMEOUT_S,
+                POSTGRES.sql(FLAG_ABORT), thread_id, timeout=CONNECT_TIMEOUT_S
             )
         except asyncpg.UndefinedTableError:
             return None  # a database nothing has used yet has no live run
         finally:
             await conn.close()
-
-    async def reap_expired_lease(self, thread_id: str) -> bool:
-        expired = await (await self.pool()).fetchval(
-            f"SELECT expires_at <= {txn.SERVER_NOW} FROM leases WHERE thread_id=$1", thread_id
-        )
-        if not expired:
-            return False
-        reaped = await self.write_thread(thread_id, txn.reap_expired, thread_id)
-        if reaped:
-            self._notify(thread_id)
-        return reaped
-
-    async def finish_run(
-        self, thread_id: str, resource_id: str, run_id: str, *, owner: str, status: str,
-        finish_reason: str | None, error: str | None = None,
-        messages: Sequence[MessageIn] = (), events: Sequence[EventIn] = (), force: bool = False,
-        keep_pending: bool = False, resume: bool = False,
-    ) -> FinishOutcome:
-        """Fenced: ``LeaseLostError`` unless ``run_id`` holds the lease (see the contract)."""
-        outcome = await self.write_thread(
-            thread_id, txn.finish_run, thread_id, resource_id, run_id, owner, status,
-            finish_reason, error, list(messages), list(events), force, keep_pending, resume,
-        )
-        if outcome.finished:
-            self._notify(thread_id)
-        return outcome
-
-    async def stranded_threads(self) -> list[str]:
-        """Threads with signals waiting (pending or queued) and no live lease (by the server's
-        clock): one read on the ``signals_waiting`` index."""
-        rows = await self.fetchall(
-            "SELECT DISTINCT s.thread_id FROM signals s WHERE s.status IN ('pending', 'queued')"
-            " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id"
-            f" AND l.expires_at > {txn.SERVER_NOW})"
-        )
-        return [row[0] for row in rows]
-
-    async def rescue_stranded(
-        self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
-    ) -> tuple[str, str] | None:
-        """Take over a thread whose signals wait with no live run (see the contract)."""
-        rescued = await self.write_thread(
-            thread_id, txn.rescue_stranded, thread_id, owner, ttl_s, agent_id
-        )
-        if rescued is not None:
-            self._notify(thread_id)
-        return rescued
-
-    async def get_agent_overrides(self, agent_id: str) -> dict[str, Any] | None:
-        row = await self.fetchone(
-            "SELECT overrides FROM agent_overrides WHERE agent_id=$1", agent_id)
-        return None if row is None else loads(row[0])
-
-    async def set_agent_overrides(self, agent_id: str, overrides: dict[str, Any] | None) -> None:
-        async with self.transaction() as conn:
-            if overrides is None:
-                await conn.execute("DELETE FROM agent_overrides WHERE agent_id=$1", agent_id)
-                return
-            await conn.execute(
-                "INSERT INTO agent_overrides(agent_id, overrides, updated_at) VALUES ($1,$2,$3)"
-                " ON CONFLICT(agent_id) DO UPDATE SET overrides=excluded.overrides,"
-                " updated_at=excluded.updated_at",
-                agent_id, dumps(overrides), time.time())
-
-    async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None:
-        async with self.transaction() as conn:
-            await conn.execute("UPDATE runs SET scores=$1 WHERE id=$2", dumps(scores), run_id)
 
     # -- signals ------------------------------------------------------------------------------
 
@@ -543,10 +311,14 @@ class PostgresStore(PostgresInbox):
 
     def route_signal_then(
         self, then: Callable[[RouteResult | None, BaseException | None], None],
-        thread_id: str, resource_id: str, signal: SignalIn, **options: Any,
+        thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str, if_idle: str,
+        queue: bool = False, owner: str, ttl_s: float, agent_id: str | None = None,
+        echo_when_idle: SignalIn | None = None,
     ) -> None:
         """:meth:`route_signal_soon`, its outcome handed to ``then`` (see the contract)."""
-        routed = self.route_signal_soon(thread_id, resource_id, signal, **options)
+        routed = self.route_signal_soon(
+            thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
+            owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle)
         routed.add_done_callback(partial(_hand_outcome, then))
 
     async def route_signal(
@@ -557,14 +329,14 @@ class PostgresStore(PostgresInbox):
         if if_active == "deliver" and not queue:
             run_id = await self._deliver_fast(thread_id, resource_id, signal)
             if run_id is not None:
-                self._notify(thread_id)
+                self.notify(thread_id)
                 return RouteResult("deliver", run_id)
         result = await self.write_thread(
             thread_id, txn.route_signal, thread_id, resource_id, signal, echo_when_idle or signal,
             if_active, if_idle, queue, owner, ttl_s, agent_id,
         )
         if result.action != "discard":
-            self._notify(thread_id)
+            self.notify(thread_id)
         return result
 
     async def _deliver_fast(
@@ -584,38 +356,9 @@ class PostgresStore(PostgresInbox):
             self._commits += 1
         return run_id
 
-    async def claim_signals(
-        self, thread_id: str, resource_id: str, run_id: str, *,
-        messages_before: Sequence[MessageIn] = (), events_before: Sequence[EventIn] = (),
-    ) -> list[dict[str, Any]]:
-        taken = await self.write_thread(
-            thread_id, txn.claim_signals, thread_id, resource_id, run_id, list(messages_before),
-            list(events_before),
-        )
-        if taken or messages_before or events_before:
-            self._notify(thread_id)
-        return taken
-
-    async def has_pending_signals(self, thread_id: str) -> bool:
-        row = await self.fetchone(
-            "SELECT 1 FROM signals WHERE thread_id=$1 AND status='pending' LIMIT 1", thread_id
-        )
-        return row is not None
-
-    async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
-        rows = await self.fetchall(
-            "SELECT id, type, status, run_id, data, created_at FROM signals"
-            " WHERE thread_id=$1 AND status IN ('pending', 'queued') AND type!=$2 ORDER BY seq",
-            thread_id, txn.RESUME,
-        )
-        return [
-            {"id": row[0], "type": row[1], "status": row[2], "run_id": row[3],
-             "data": loads(row[4]), "created_at": to_datetime(row[5])}
-            for row in rows
-        ]
 
 
-async def migrate(conn: Any, shown: str) -> None:
+async def migrate(conn: PgConnection, shown: str) -> None:
     """Bring the database to ``SCHEMA_VERSION``, once however many processes open it."""
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
@@ -637,21 +380,6 @@ async def migrate(conn: Any, shown: str) -> None:
             await conn.execute("UPDATE tui_agent_schema SET version=$1", SCHEMA_VERSION)
 
 
-def _thread(row: Sequence[Any]) -> ThreadRecord:
-    return ThreadRecord(
-        id=row[0], resource_id=row[1], title=row[2], metadata=loads(row[3]) or {},
-        created_at=to_datetime(row[4]), updated_at=to_datetime(row[5]),
-    )
-
-
-def _run(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(
-        id=row[0], thread_id=row[1], resource_id=row[2], agent_id=row[3], owner=row[4],
-        status=row[5], start_seq=row[6], finish_reason=row[7], error=row[8],
-        scores=loads(row[9]), started_at=to_datetime(row[10]), ended_at=to_datetime(row[11]),
-    )
-
-
 def _hand_outcome(
     then: Callable[[RouteResult | None, BaseException | None], None],
     routed: asyncio.Future[RouteResult],
@@ -662,3 +390,52 @@ def _hand_outcome(
         then(None, error)
     else:
         then(routed.result(), None)
+
+
+
+class PostgresDatabase:
+    """The shared roles' way into a :class:`PostgresStore`: reads on its pool, writes in one
+    of its transactions."""
+
+    @property
+    def dialect(self) -> Dialect:
+        return POSTGRES
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    async def rows(self, sql: str, args: Args = ()) -> list[Row]:
+        return await self.store.fetchall(POSTGRES.sql(sql), *args)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncGenerator[Session]:
+        async with self.store.transaction() as conn:
+            yield _PostgresSession(conn)
+
+
+class _PostgresSession:
+    """Statements on one pooled connection, inside the store's open transaction."""
+
+    def __init__(self, conn: PgConnection) -> None:
+        self.conn = conn
+
+    async def rows(self, sql: str, args: Args = ()) -> list[Row]:
+        return list(await self.conn.fetch(sql, *args))
+
+    async def run(self, sql: str, args: Args = ()) -> int:
+        status: str = await self.conn.execute(sql, *args)  # "UPDATE 3", "INSERT 0 1"
+        return int(status.rsplit(" ", 1)[-1])
+
+    async def run_many(self, sql: str, rows: Sequence[Args]) -> None:
+        await self.conn.executemany(sql, rows)
+
+
+class _InCallOrder:
+    """One thread's writes from this process, in call order: the lock they take in turn and
+    how many are waiting for it or hold it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0

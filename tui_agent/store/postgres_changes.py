@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
 
+from tui_agent.store.pg_driver import PgConnection
 from tui_agent.store.postgres_schema import CHANNEL
 
 RETRY_S = 0.5  # how often a lost listening connection is retried (not on every poll)
@@ -27,9 +27,9 @@ RETRY_S = 0.5  # how often a lost listening connection is retried (not on every 
 class ChangeListener:
     """The LISTEN connection and the per-thread asyncio events it sets."""
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
+    def __init__(self, connect: Callable[[], Awaitable[PgConnection]]) -> None:
         self._connect = connect
-        self._conn: Any = None
+        self._conn: PgConnection | None = None
         self._lock: asyncio.Lock | None = None
         self._next_try = 0.0
         self.version = 0
@@ -49,7 +49,7 @@ class ChangeListener:
                 event.set()
         self._changed()
 
-    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
         self.version += 1
         if payload:
             self.set_thread(payload)
@@ -59,7 +59,7 @@ class ChangeListener:
         if self.on_change is not None:
             self.on_change()
 
-    def _on_terminated(self, conn: Any) -> None:
+    def _on_terminated(self, conn: object) -> None:
         if conn is self._conn:
             self._conn = None
             self._wake_all()  # whatever was sent while we were away: read on from the cursor
@@ -97,4 +97,5 @@ class ChangeListener:
 
     def backend_pid(self) -> int | None:
         """The listening connection's server process (tests terminate it to drop it)."""
-        return self._conn.get_server_pid() if self.listening else None
+        conn = self._conn
+        return conn.get_server_pid() if conn is not None and not conn.is_closed() else None

@@ -284,7 +284,7 @@ def message_record(row: Sequence[Any]) -> MessageRecord:
     then the data and model message of the signal it refers to, NULL for any other message) as
     a record: the message of a signal gets its content and ``metadata["signal"]`` from the
     signal's row; a message written before the text was stored once keeps its own copies."""
-    metadata = loads(row[7]) or {}
+    metadata: dict[str, Any] = loads(row[7]) or {}
     content = loads(row[5])
     if row[9] is not None:
         data = loads(row[9])
@@ -292,7 +292,8 @@ def message_record(row: Sequence[Any]) -> MessageRecord:
         metadata["signal"] = data
     return MessageRecord(
         seq=row[0], id=row[1], thread_id=row[2], resource_id=row[3], role=row[4],
-        content=content, run_id=row[6], metadata=metadata, created_at=to_datetime(row[8]),
+        content=content, run_id=row[6], metadata=metadata,
+        created_at=datetime.fromtimestamp(row[8], UTC),
     )
 
 

@@ -17,10 +17,12 @@ event-loop callback each). Tests: ``tests/test_group_commit.py``.
 Readers in other processes learn about new rows by polling ``PRAGMA data_version`` (cheap: no
 table is read) and then reading the event log past their cursor.
 
-``SqliteStore`` implements ``tui_agent.store.Store``: threads, messages, the event log, runs,
-leases and signals here (their write transactions in ``txn.py``), state lanes in
-``sqlite_lanes.py`` and the inbox in ``sqlite_notifications.py``. Tests: ``tests/test_store.py``
-and the contract, ``tests/test_store_contract.py``.
+``SqliteStore`` implements ``tui_agent.store.Store``: what is SQLite's own is here (the
+connection, group commit, the queued forms of appends and signal routing, listeners, aborting
+from plain code); the transactions are written once for both stores (``writes.py``, driven on
+the connection's thread by ``txn.py``) and so are the reads, state lanes and the inbox, role
+objects (``composed.py``) on this store's :class:`SqliteDatabase` and on :meth:`run_write`.
+Tests: ``tests/test_store.py`` and the contract, ``tests/test_store_contract.py``.
 """
 
 from __future__ import annotations
@@ -29,47 +31,42 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple
 
 import tui_agent.store.txn as txn
 from tui_agent.errors import StoreError, StoreFullError
 from tui_agent.events import echo_source, echo_type
 from tui_agent.store.aiosqlite_private import make_worker_daemon, run_with_connection
 from tui_agent.store.codec import dumps, loads, new_id
+from tui_agent.store.composed import ComposedStore
+from tui_agent.store.dialect import SQLITE, Dialect
 from tui_agent.store.files import prepare_store_file, tighten_sidecars, unusable_store_error
 from tui_agent.store.location import MEMORY, default_location, sqlite_path
+from tui_agent.store.reads import FLAG_ABORT, RunReads
 from tui_agent.store.records import (
-    ActiveRun,
     EventIn,
     FinishOutcome,
     MessageIn,
-    MessageRecord,
     RouteResult,
-    RunRecord,
     SignalIn,
-    ThreadRecord,
-    event_chunk,
-    message_record,
-    to_datetime,
 )
+from tui_agent.store.roles import Args, Door, Row, Session
 from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
-from tui_agent.store.sqlite_lanes import SqliteStateLanes
-from tui_agent.store.sqlite_notifications import SqliteNotifications
+from tui_agent.store.writes import Txn
+
+if TYPE_CHECKING:
+    import aiosqlite  # loaded on first use: ``import tui_agent`` stays fast
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+# A write transaction's body: ``body(conn, *args)`` on the raw connection (``txn.py``).
+Body = Callable[[sqlite3.Connection, *Ts], T]
 
 BUSY_TIMEOUT_MS = 30_000
-# A message row, with the data and model message of the signal it refers to (NULL for any
-# other message): see records.message_record.
-_MESSAGE_COLUMNS = (
-    "m.seq, m.id, m.thread_id, m.resource_id, m.role, m.content, m.run_id, m.metadata,"
-    f" m.created_at, {txn.SIGNAL_DATA}, s.message FROM messages m"
-    " LEFT JOIN signals s ON s.id=m.signal_id"
-)
 
 __all__ = [  # the records' own module is tui_agent.store.records; these stay importable here
     "EventIn",
@@ -86,10 +83,14 @@ __all__ = [  # the records' own module is tui_agent.store.records; these stay im
 ]
 
 
-class SqliteStore(SqliteStateLanes, SqliteNotifications):
+class SqliteStore(ComposedStore):
     """A store on one SQLite file (a path or ``sqlite:///path``; ``:memory:`` for one that
     lives as long as its connection, in this process only). ``path`` defaults to the settings'
-    ``db`` (``$TUI_AGENT_DB``) or the XDG data dir. Implements ``tui_agent.store.Store``."""
+    ``db`` (``$TUI_AGENT_DB``) or the XDG data dir. Implements ``tui_agent.store.Store``: its
+    reads, lanes and inbox are the shared role objects (``composed.py``) on this store's
+    :class:`SqliteDatabase`; its writes of the log, leases and signals are here."""
+
+    get_run = Door("runs", RunReads.get_run)
 
     def __init__(
         self, path: str | os.PathLike[str] | None = None, *, group_commit: bool = True
@@ -99,7 +100,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         self._memory_uri = f"file:tui-agent-{new_id()}?mode=memory&cache=shared"
         # False: one transaction per write (the benchmark's comparison; no other use).
         self.group_commit = group_commit
-        self._db: Any = None  # aiosqlite.Connection, opened lazily
+        self._db: aiosqlite.Connection | None = None  # opened lazily
         self._open_lock: asyncio.Lock | None = None
         self._write_lock: asyncio.Lock | None = None
         self._queue: list[_Queued] = []  # writes waiting for the next group transaction
@@ -107,6 +108,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         self._leading = False  # a lone write runs in its caller's task (see write)
         self._listeners: dict[str, set[asyncio.Event]] = {}
         self._commits = 0  # write transactions committed through this object
+        super().__init__(SqliteDatabase(self), self)
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"
@@ -121,7 +123,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
 
     # -- connection ---------------------------------------------------------------------------
 
-    async def _conn(self) -> Any:
+    async def _conn(self) -> aiosqlite.Connection:
         if self._db is not None:
             return self._db
         if self._open_lock is None:
@@ -132,7 +134,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
                 self._write_lock = asyncio.Lock()
         return self._db
 
-    async def _connect(self) -> Any:
+    async def _connect(self) -> aiosqlite.Connection:
         import aiosqlite
 
         if self.path != MEMORY:
@@ -161,10 +163,11 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             tighten_sidecars(self.path)
         return db
 
-    async def _migrate(self, db: Any) -> None:
+    async def _migrate(self, db: aiosqlite.Connection) -> None:
         await db.execute("BEGIN IMMEDIATE")
         try:
-            (version,) = await (await db.execute("PRAGMA user_version")).fetchone()
+            found = await db.execute_fetchall("PRAGMA user_version")
+            version = int(next(iter(found))[0])
             if version > SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path} has schema version {version}, newer than this tui-agent "
@@ -188,7 +191,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             await db.close()
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Any]:
+    async def transaction(self) -> AsyncGenerator[aiosqlite.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``): atomic across processes."""
         db = await self._conn()
         assert self._write_lock is not None
@@ -202,7 +205,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             await db.execute("COMMIT")
             self._commits += 1
 
-    async def write(self, body: Callable[..., T], *args: Any) -> T:
+    async def write(self, body: Body[*Ts, T], *args: *Ts) -> T:
         """Run ``body(conn, *args)`` (a function of ``tui_agent.store.txn``) whole inside a
         ``BEGIN IMMEDIATE`` transaction in the connection's worker thread, and return once that
         transaction has committed. Writes queued meanwhile share it (group commit, see the
@@ -215,7 +218,15 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         except sqlite3.DatabaseError as error:
             raise unusable_store_error(self.path, error) or error from None
 
-    async def _write_now(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
+    async def run_write(
+        self, thread_id: str | None, write: Callable[[Dialect, *Ts], Txn[T]], *args: *Ts
+    ) -> T:
+        """The shared roles' writes (``log_writes.py``): ``write`` driven on the connection's
+        thread as :meth:`write` runs a body (``thread_id`` needs nothing more here: the writer
+        keeps arrival order)."""
+        return await self.write(txn.in_dialect, write, *args)
+
+    async def _write_now(self, body: Body[*Ts, T], args: tuple[*Ts]) -> T:
         """Nothing is in flight: run the write in the caller's own task at once (no writer task,
         no extra hop for a lone write). Writes arriving meanwhile queue for the writer, which
         takes the write lock after this one."""
@@ -240,7 +251,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             return StoreFullError(f"the store {self.path} is full ({error}): nothing was written")
         return error
 
-    def submit(self, body: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    def submit(self, body: Body[*Ts, T], *args: *Ts) -> asyncio.Future[T]:
         """Queue ``body(conn, *args)`` as :meth:`write` does, without waiting: the future
         resolves once its transaction has committed (for hot paths that would otherwise need a
         task per write)."""
@@ -249,7 +260,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         return future
 
     def submit_then(
-        self, then: Callable[[txn.Outcome], None], body: Callable[..., Any], *args: Any
+        self, then: Callable[[txn.Outcome], None], body: Body[*Ts, object], *args: *Ts
     ) -> None:
         """Queue ``body(conn, *args)`` as :meth:`submit` does, with no future: the writer calls
         ``then(outcome)`` itself once the transaction holding the write has committed (or
@@ -284,7 +295,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         finally:
             self._writer = None
 
-    async def _commit_group(self, db: Any, group: list[_Queued]) -> None:
+    async def _commit_group(self, db: aiosqlite.Connection, group: list[_Queued]) -> None:
         assert self._write_lock is not None
         try:
             async with self._write_lock:  # transaction() holds it across awaits
@@ -300,11 +311,15 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
                 outcome.error = self._typed(outcome.error)
             _settle(queued, outcome)
 
-    async def _run_group(self, db: Any, group: list[_Queued]) -> list[txn.Outcome]:
+    async def _run_group(
+        self, db: aiosqlite.Connection, group: list[_Queued]
+    ) -> list[txn.Outcome]:
         if len(group) == 1:  # alone: no savepoint needed, an error rolls back the whole
             try:
                 alone = group[0]
-                value = await run_with_connection(db, txn.in_transaction, alone.body, *alone.args)
+                value = await run_with_connection(  # the queue holds writes of any arguments
+                    db, txn.in_transaction, alone.body, *alone.args  # pyright: ignore[reportArgumentType]
+                )
             except Exception as error:
                 return [txn.Outcome(error=error)]
             self._commits += 1
@@ -314,14 +329,14 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         self._commits += 1
         return outcomes
 
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    async def fetchall(self, sql: str, params: Args = ()) -> list[Row]:
         db = await self._conn()
         try:
             return list(await db.execute_fetchall(sql, params))
         except sqlite3.DatabaseError as error:
             raise unusable_store_error(self.path, error) or error from None
 
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    async def fetchone(self, sql: str, params: Args = ()) -> Row | None:
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
 
@@ -341,13 +356,15 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             if not listeners:
                 del self._listeners[thread_id]
 
-    def _notify(self, thread_id: str) -> None:
+    def notify(self, thread_id: str) -> None:
+        """Wake this store's listeners of the thread."""
         for event in self._listeners.get(thread_id, ()):
             event.set()
 
     async def data_version(self) -> int:
         """Changes when another connection commits: the cheap cross-process poll."""
         row = await self.fetchone("PRAGMA data_version")
+        assert row is not None  # a pragma always answers
         return int(row[0])
 
     @property
@@ -356,66 +373,6 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         commits do not change :meth:`data_version`; with both, a reader learns of every
         commit, from this process or another, without reading a table."""
         return self._commits
-
-    # -- threads ------------------------------------------------------------------------------
-
-    async def ensure_thread(
-        self,
-        thread_id: str,
-        resource_id: str,
-        *,
-        title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> ThreadRecord:
-        """Create the thread, or update the title/metadata given. A thread belongs to one
-        resource: asking for it under another is an error."""
-        await self.write(txn.ensure_thread, thread_id, resource_id, title, metadata)
-        thread = await self.get_thread(thread_id)
-        assert thread is not None
-        return thread
-
-    async def update_thread(
-        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> ThreadRecord:
-        await self.write(txn.update_thread, thread_id, title, metadata)
-        thread = await self.get_thread(thread_id)
-        assert thread is not None
-        return thread
-
-    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        row = await self.fetchone(
-            "SELECT id, resource_id, title, metadata, created_at, updated_at FROM threads"
-            " WHERE id=?",
-            (thread_id,),
-        )
-        return None if row is None else _thread(row)
-
-    async def list_threads(self, resource_id: str | None = None) -> list[ThreadRecord]:
-        sql = "SELECT id, resource_id, title, metadata, created_at, updated_at FROM threads"
-        params: tuple[Any, ...] = ()
-        if resource_id is not None:
-            sql += " WHERE resource_id=?"
-            params = (resource_id,)
-        rows = await self.fetchall(sql + " ORDER BY updated_at DESC", params)
-        return [_thread(row) for row in rows]
-
-    # -- messages and events ------------------------------------------------------------------
-
-    async def append(
-        self,
-        thread_id: str,
-        resource_id: str,
-        *,
-        messages: Iterable[MessageIn] = (),
-        events: Iterable[EventIn] = (),
-        fence: str | None = None,
-    ) -> None:
-        """Append messages and events to a thread in one transaction (refused with
-        ``LeaseLostError`` unless run ``fence``, if given, holds the thread's lease)."""
-        await self.write(
-            txn.append_as_run, thread_id, resource_id, list(messages), list(events), fence
-        )
-        self._notify(thread_id)
 
     def append_soon(
         self,
@@ -438,151 +395,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
 
     def _notify_committed(self, thread_id: str, write: asyncio.Future[Any]) -> None:
         if not write.cancelled() and write.exception() is None:
-            self._notify(thread_id)
-
-    async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
-        await self.append(thread_id, "", events=events)
-
-    async def list_messages(
-        self, thread_id: str, *, limit: int = 50, before: str | None = None
-    ) -> list[MessageRecord]:
-        """The ``limit`` messages just older than message ``before`` (or the newest), oldest
-        first."""
-        if before is None:
-            rows = await self.fetchall(
-                f"SELECT {_MESSAGE_COLUMNS} WHERE m.thread_id=? ORDER BY m.seq DESC LIMIT ?",
-                (thread_id, limit),
-            )
-        else:
-            rows = await self.fetchall(
-                f"SELECT {_MESSAGE_COLUMNS} WHERE m.thread_id=? AND m.seq <"
-                " (SELECT seq FROM messages WHERE id=?) ORDER BY m.seq DESC LIMIT ?",
-                (thread_id, before, limit),
-            )
-        return [message_record(row) for row in reversed(rows)]
-
-    async def read_events(
-        self, thread_id: str, after_seq: int, limit: int = 1000
-    ) -> list[dict[str, Any]]:
-        # A signal's echo refers to the signal's row: its payload is the row's data. A stored
-        # message's echo refers to the message: its contents are the message's content.
-        rows = await self.fetchall(
-            f"SELECT e.seq, e.run_id, e.type, e.source, COALESCE({txn.SIGNAL_DATA}, e.payload),"
-            " e.created_at, m.content FROM events e LEFT JOIN signals s ON s.id=e.signal_id"
-            " LEFT JOIN messages m ON m.id=e.message_id"
-            " WHERE e.thread_id=? AND e.seq>? ORDER BY e.seq LIMIT ?",
-            (thread_id, after_seq, limit),
-        )
-        return [event_chunk(row) for row in rows]
-
-    async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
-        """Signals accepted but not yet taken by a run, oldest first: ``pending`` ones wait for
-        the live run's next step boundary, ``queued`` ones for their own run."""
-        rows = await self.fetchall(
-            f"SELECT s.id, s.type, s.status, s.run_id, {txn.SIGNAL_DATA}, s.created_at"
-            " FROM signals s WHERE s.thread_id=? AND s.status IN ('pending', 'queued')"
-            " AND s.type!=? ORDER BY s.seq",
-            (thread_id, txn.RESUME),
-        )
-        return [
-            {"id": row[0], "type": row[1], "status": row[2], "run_id": row[3],
-             "data": loads(row[4]), "created_at": to_datetime(row[5])}
-            for row in rows
-        ]
-
-    async def thread_activity(self) -> dict[str, tuple[int, bool]]:
-        """Every thread's message count and whether a run is live on it (an unexpired lease)."""
-        counts = await self.fetchall("SELECT thread_id, COUNT(*) FROM messages GROUP BY thread_id")
-        live = await self.fetchall(
-            "SELECT thread_id FROM leases WHERE expires_at > ?", (time.time(),)
-        )
-        live_ids = {row[0] for row in live}
-        activity = {row[0]: (int(row[1]), row[0] in live_ids) for row in counts}
-        for thread_id in live_ids - activity.keys():
-            activity[thread_id] = (0, True)
-        return activity
-
-    async def thread_usage(self, thread_id: str) -> dict[str, int]:
-        """Tokens of every ended run on the thread, summed from the runs' end events."""
-        row = await self.fetchone(
-            "SELECT COALESCE(SUM(json_extract(payload, '$.usage.input_tokens')), 0),"
-            " COALESCE(SUM(json_extract(payload, '$.usage.output_tokens')), 0) FROM events"
-            " WHERE thread_id=? AND type IN ('finish', 'abort', 'error')",
-            (thread_id,),
-        )
-        return {"input_tokens": int(row[0]), "output_tokens": int(row[1])}
-
-    async def last_event_seq(self, thread_id: str) -> int:
-        row = await self.fetchone("SELECT MAX(seq) FROM events WHERE thread_id=?", (thread_id,))
-        return int(row[0] or 0)
-
-    # -- runs and leases ----------------------------------------------------------------------
-
-    async def active_run(self, thread_id: str) -> ActiveRun | None:
-        """The thread's live run (a lease that has not expired), if any."""
-        row = await self.fetchone(
-            "SELECT l.run_id, l.owner, r.start_seq, l.expires_at, l.abort_requested"
-            " FROM leases l LEFT JOIN runs r ON r.id=l.run_id WHERE l.thread_id=?",
-            (thread_id,),
-        )
-        if row is None or row[3] <= time.time():
-            return None
-        return ActiveRun(
-            run_id=row[0],
-            owner=row[1],
-            start_seq=row[2],
-            expires_at=to_datetime(row[3]),
-            abort_requested=bool(row[4]),
-        )
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self.fetchone(
-            "SELECT id, thread_id, resource_id, agent_id, owner, status, start_seq,"
-            " finish_reason, error, scores, started_at, ended_at FROM runs WHERE id=?",
-            (run_id,),
-        )
-        return None if row is None else _run(row)
-
-    async def list_runs(self, thread_id: str, limit: int = 20) -> list[RunRecord]:
-        rows = await self.fetchall(
-            "SELECT id, thread_id, resource_id, agent_id, owner, status, start_seq,"
-            " finish_reason, error, scores, started_at, ended_at FROM runs WHERE thread_id=?"
-            " ORDER BY started_at DESC LIMIT ?",
-            (thread_id, limit),
-        )
-        return [_run(row) for row in rows]
-
-    async def start_run(
-        self,
-        thread_id: str,
-        resource_id: str,
-        run_id: str,
-        *,
-        owner: str,
-        ttl_s: float,
-        agent_id: str | None = None,
-        title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> bool:
-        """Take the thread's lease for a new run (False if another live run holds it)."""
-        started = await self.write(
-            txn.start_run, thread_id, resource_id, run_id, owner, ttl_s, agent_id, title, metadata
-        )
-        self._notify(thread_id)
-        return started
-
-    async def renew_lease(
-        self, thread_id: str, run_id: str, owner: str, ttl_s: float
-    ) -> tuple[bool, bool]:
-        """Extend our lease. Returns (still ours, abort requested)."""
-        return await self.write(txn.renew_lease, thread_id, run_id, owner, ttl_s)
-
-    async def abort_requested(self, thread_id: str, run_id: str) -> bool:
-        row = await self.fetchone(
-            "SELECT abort_requested FROM leases WHERE thread_id=? AND run_id=?",
-            (thread_id, run_id),
-        )
-        return bool(row and row[0])
+            self.notify(thread_id)
 
     def request_abort_sync(self, thread_id: str) -> str | None:
         """Flag the thread's live run for abort, from plain (non-async) code: the run's owner,
@@ -594,9 +407,7 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
             db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             try:
                 row = _retry_locked(lambda: db.execute(
-                    "UPDATE leases SET abort_requested=1 WHERE thread_id=? AND expires_at>?"
-                    " RETURNING run_id",
-                    (thread_id, time.time()),
+                    SQLITE.sql(FLAG_ABORT), (thread_id, *SQLITE.now_args())
                 ).fetchone())
             except sqlite3.OperationalError as error:
                 if "no such table" not in str(error):
@@ -604,138 +415,32 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
                 return None  # a store nothing has used yet has no live run
         return None if row is None else row[0]
 
-    async def reap_expired_lease(self, thread_id: str) -> bool:
-        """End a run whose owner died. True if one was interrupted."""
-        row = await self.fetchone("SELECT expires_at FROM leases WHERE thread_id=?", (thread_id,))
-        if row is None or row[0] > time.time():
-            return False
-        reaped = await self.write(txn.reap_expired, thread_id)
-        if reaped:
-            self._notify(thread_id)
-        return reaped
-
-    async def finish_run(
-        self,
-        thread_id: str,
-        resource_id: str,
-        run_id: str,
-        *,
-        owner: str,
-        status: str,
-        finish_reason: str | None,
-        error: str | None = None,
-        messages: Sequence[MessageIn] = (),
-        events: Sequence[EventIn] = (),
-        force: bool = False,
-        keep_pending: bool = False,
-        resume: bool = False,
-    ) -> FinishOutcome:
-        """End the run and release the lease, atomically with its last messages and events —
-        unless signals arrived for it meanwhile (then nothing is written: the run continues).
-        ``force`` (abort, failure) ends it regardless; signals still pending then are kept in
-        the thread's history as persisted (echoed before the run's last event), so nothing that
-        was accepted is left in limbo. A queued message then starts the next run under the
-        same lease."""
-        outcome = await self.write(
-            txn.finish_run,
-            thread_id,
-            resource_id,
-            run_id,
-            owner,
-            status,
-            finish_reason,
-            error,
-            list(messages),
-            list(events),
-            force,
-            keep_pending,
-            resume,
-        )
-        if outcome.finished:
-            self._notify(thread_id)
-        return outcome
-
-    async def stranded_threads(self) -> list[str]:
-        """Threads with signals waiting (pending or queued) and no live lease."""
-        rows = await self.fetchall(
-            "SELECT DISTINCT s.thread_id FROM signals s WHERE s.status IN ('pending', 'queued')"
-            " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id"
-            " AND l.expires_at > ?)",
-            (time.time(),),
-        )
-        return [row[0] for row in rows]
-
-    async def rescue_stranded(
-        self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
-    ) -> tuple[str, str] | None:
-        """Take over a thread whose signals wait with no live run (see the contract)."""
-        rescued = await self.write(txn.rescue_stranded, thread_id, owner, ttl_s, agent_id)
-        if rescued is not None:
-            self._notify(thread_id)
-        return rescued
-
     def route_signal_soon(
-        self,
-        thread_id: str,
-        resource_id: str,
-        signal: SignalIn,
-        *,
-        if_active: str,
-        if_idle: str,
-        queue: bool = False,
-        owner: str,
-        ttl_s: float,
-        agent_id: str | None = None,
-        echo_when_idle: SignalIn | None = None,
+        self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
+        if_idle: str, queue: bool = False, owner: str, ttl_s: float,
+        agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
     ) -> asyncio.Future[RouteResult]:
         """:meth:`route_signal`, queued at once: the future resolves once the decision is
         committed. A burst of sends routes with no task per signal, in one group commit."""
         routed = self.submit(
-            txn.route_signal,
-            thread_id,
-            resource_id,
-            signal,
-            echo_when_idle or signal,
-            if_active,
-            if_idle,
-            queue,
-            owner,
-            ttl_s,
-            agent_id,
+            txn.route_signal, thread_id, resource_id, signal, echo_when_idle or signal,
+            if_active, if_idle, queue, owner, ttl_s, agent_id,
         )
         routed.add_done_callback(partial(self._notify_routed, thread_id))
         return routed
 
     def route_signal_then(
-        self,
-        then: Callable[[RouteResult | None, BaseException | None], None],
-        thread_id: str,
-        resource_id: str,
-        signal: SignalIn,
-        *,
-        if_active: str,
-        if_idle: str,
-        queue: bool = False,
-        owner: str,
-        ttl_s: float,
-        agent_id: str | None = None,
+        self, then: Callable[[RouteResult | None, BaseException | None], None],
+        thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str, if_idle: str,
+        queue: bool = False, owner: str, ttl_s: float, agent_id: str | None = None,
         echo_when_idle: SignalIn | None = None,
     ) -> None:
         """:meth:`route_signal_soon` with no future: the writer calls ``then(result, error)``
         once the decision is committed, for all the signals of a group in one pass."""
         self.submit_then(
-            partial(self._after_route, thread_id, then),
-            txn.route_signal,
-            thread_id,
-            resource_id,
-            signal,
-            echo_when_idle or signal,
-            if_active,
-            if_idle,
-            queue,
-            owner,
-            ttl_s,
-            agent_id,
+            partial(self._after_route, thread_id, then), txn.route_signal, thread_id,
+            resource_id, signal, echo_when_idle or signal, if_active, if_idle, queue, owner,
+            ttl_s, agent_id,
         )
 
     def _after_route(
@@ -745,28 +450,19 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         outcome: txn.Outcome,
     ) -> None:
         if outcome.error is None and outcome.value.action != "discard":
-            self._notify(thread_id)
+            self.notify(thread_id)
         then(outcome.value, outcome.error)
 
     def _notify_routed(self, thread_id: str, routed: asyncio.Future[RouteResult]) -> None:
         if routed.cancelled() or routed.exception() is not None:
             return
         if routed.result().action != "discard":
-            self._notify(thread_id)
+            self.notify(thread_id)
 
     async def route_signal(
-        self,
-        thread_id: str,
-        resource_id: str,
-        signal: SignalIn,
-        *,
-        if_active: str,
-        if_idle: str,
-        queue: bool = False,
-        owner: str,
-        ttl_s: float,
-        agent_id: str | None = None,
-        echo_when_idle: SignalIn | None = None,
+        self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
+        if_idle: str, queue: bool = False, owner: str, ttl_s: float,
+        agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
     ) -> RouteResult:
         """Decide, atomically across processes, what happens to a signal:
 
@@ -778,72 +474,10 @@ class SqliteStore(SqliteStateLanes, SqliteNotifications):
         ``echo_when_idle`` is the signal as rendered for the idle branch (attributes differ).
         """
         return await self.route_signal_soon(
-            thread_id,
-            resource_id,
-            signal,
-            if_active=if_active,
-            if_idle=if_idle,
-            queue=queue,
-            owner=owner,
-            ttl_s=ttl_s,
-            agent_id=agent_id,
-            echo_when_idle=echo_when_idle,
+            thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
+            owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle,
         )
 
-    async def claim_signals(
-        self,
-        thread_id: str,
-        resource_id: str,
-        run_id: str,
-        *,
-        messages_before: Sequence[MessageIn] = (),
-        events_before: Sequence[EventIn] = (),
-    ) -> list[dict[str, Any]]:
-        """Take every pending signal of the thread (arrival order) into run ``run_id``: each
-        becomes a stored user message and an echo in the log, after ``messages_before`` and
-        ``events_before`` (the run's own output so far, so the log keeps the order the model
-        saw). Returns ``[{"id", "type", "message", "data"}]``."""
-        taken = await self.write(
-            txn.claim_signals,
-            thread_id,
-            resource_id,
-            run_id,
-            list(messages_before),
-            list(events_before),
-        )
-        if taken or messages_before or events_before:
-            self._notify(thread_id)
-        return taken
-
-    async def get_agent_overrides(self, agent_id: str) -> dict[str, Any] | None:
-        """The editor's overrides stored for ``agent_id`` (None: none stored)."""
-        row = await self.fetchone(
-            "SELECT overrides FROM agent_overrides WHERE agent_id=?", (agent_id,)
-        )
-        return None if row is None else loads(row[0])
-
-    async def set_agent_overrides(self, agent_id: str, overrides: dict[str, Any] | None) -> None:
-        """Store (replace) the editor's overrides of ``agent_id``; None removes them."""
-        async with self.transaction() as db:
-            if overrides is None:
-                await db.execute("DELETE FROM agent_overrides WHERE agent_id=?", (agent_id,))
-            else:
-                await db.execute(
-                    "INSERT INTO agent_overrides(agent_id, overrides, updated_at) VALUES (?,?,?)"
-                    " ON CONFLICT(agent_id) DO UPDATE SET overrides=excluded.overrides,"
-                    " updated_at=excluded.updated_at",
-                    (agent_id, dumps(overrides), time.time()),
-                )
-
-    async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None:
-        async with self.transaction() as db:
-            await db.execute("UPDATE runs SET scores=? WHERE id=?", (dumps(scores), run_id))
-
-    async def has_pending_signals(self, thread_id: str) -> bool:
-        row = await self.fetchone(
-            "SELECT 1 FROM signals WHERE thread_id=? AND status='pending' LIMIT 1", (thread_id,)
-        )
-        return row is not None
 
 
 @dataclass(slots=True)
@@ -899,7 +533,7 @@ def _retry_locked(statement: Callable[[], T]) -> T:
             time.sleep(0.001)
 
 
-async def _enable_wal(db: Any) -> None:
+async def _enable_wal(db: aiosqlite.Connection) -> None:
     """Switching a new file to WAL needs an exclusive lock that SQLite does not wait for
     (busy_timeout does not apply): processes opening a fresh store at the same moment could
     fail with "database is locked". Retry until the busy timeout instead."""
@@ -914,7 +548,7 @@ async def _enable_wal(db: Any) -> None:
             await asyncio.sleep(0.005)
 
 
-async def _run_script(db: Any, script: str) -> None:
+async def _run_script(db: aiosqlite.Connection, script: str) -> None:
     """Run a migration's statements one by one inside the open transaction
     (``executescript`` would COMMIT first)."""
     for statement in script.split(";"):
@@ -922,29 +556,39 @@ async def _run_script(db: Any, script: str) -> None:
             await db.execute(statement)
 
 
-def _thread(row: Sequence[Any]) -> ThreadRecord:
-    return ThreadRecord(
-        id=row[0],
-        resource_id=row[1],
-        title=row[2],
-        metadata=loads(row[3]) or {},
-        created_at=to_datetime(row[4]),
-        updated_at=to_datetime(row[5]),
-    )
+
+class SqliteDatabase:
+    """The shared roles' way into a :class:`SqliteStore`: reads through its ``fetchall`` (one
+    hop to the connection's thread each), writes in its ``BEGIN IMMEDIATE`` transaction."""
+
+    @property
+    def dialect(self) -> Dialect:
+        return SQLITE
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+
+    async def rows(self, sql: str, args: Args = ()) -> list[Row]:
+        return await self.store.fetchall(SQLITE.sql(sql), args)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncGenerator[Session]:
+        async with self.store.transaction() as db:
+            yield _SqliteSession(db)
 
 
-def _run(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(
-        id=row[0],
-        thread_id=row[1],
-        resource_id=row[2],
-        agent_id=row[3],
-        owner=row[4],
-        status=row[5],
-        start_seq=row[6],
-        finish_reason=row[7],
-        error=row[8],
-        scores=loads(row[9]),
-        started_at=to_datetime(row[10]),
-        ended_at=to_datetime(row[11]),
-    )
+class _SqliteSession:
+    """Statements on the aiosqlite connection, inside the store's open transaction."""
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self.db = db
+
+    async def rows(self, sql: str, args: Args = ()) -> list[Row]:
+        return list(await self.db.execute_fetchall(sql, args))
+
+    async def run(self, sql: str, args: Args = ()) -> int:
+        cursor = await self.db.execute(sql, args)
+        return cursor.rowcount
+
+    async def run_many(self, sql: str, rows: Sequence[Args]) -> None:
+        await self.db.executemany(sql, rows)

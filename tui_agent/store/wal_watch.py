@@ -16,7 +16,10 @@ import os
 import struct
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 _IN_MODIFY = 0x002
 _IN_MOVED_TO = 0x080
@@ -86,7 +89,7 @@ class WalWatch:
             self._fd = -1
 
 
-def _libc() -> Any:
+def _libc() -> ctypes.CDLL | None:
     """The C library with inotify's functions typed, or None (not Linux, or no inotify)."""
     if not sys.platform.startswith("linux"):
         return None

@@ -1,0 +1,319 @@
+"""The notification inbox, on either store: the ``InboxStore`` role (``contract.py``), written
+once.
+
+Every write is one transaction, so a claim (``claimed_by``, ``claim_expires_at``) taken here
+holds across processes: each due record is claimed by one dispatcher (SQLite: the claim's
+``BEGIN IMMEDIATE`` excludes every other writer; PostgreSQL: the due rows are locked ``FOR
+UPDATE SKIP LOCKED``, so concurrent dispatchers split them), and every outcome is written only
+where its claim still stands. Checked by ``tests/test_notifications.py``,
+``tests/test_dispatcher.py`` and ``tests/test_store_contract.py`` on both stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Final
+
+from tui_agent.errors import ConfigError
+from tui_agent.store.codec import dumps, new_id
+from tui_agent.store.contract import NotificationCursor
+from tui_agent.store.records import NOTIFICATION_STATUSES, NotificationRecord
+from tui_agent.store.roles import Args, Database, first
+from tui_agent.store.rows import NOTIFICATION_COLUMNS, notification_of
+
+_ALL: Final = ", ".join(NOTIFICATION_COLUMNS)
+_SELECT: Final = f"SELECT {_ALL} FROM notifications"
+_CHANGED: Final = "{greatest}(updated_at, coalesce(summarized_at, 0))"  # a record's last change
+_SLICE: Final = 200  # records built between two yields to the event loop
+_RELEASE: Final = "claimed_by=NULL, claim_expires_at=NULL"
+_UNCLAIMED: Final = "(claimed_by IS NULL OR claim_expires_at<?)"
+
+_MERGE: Final = (
+    f"{_SELECT} WHERE thread_id=? AND status='pending' AND source=? AND kind=?"
+    " AND ((dedupe_key IS NOT NULL AND dedupe_key=?) OR (coalesce_key IS NOT NULL AND"
+    f" coalesce_key=?)) AND {_UNCLAIMED} ORDER BY updated_at DESC LIMIT 1"
+)
+_INSERT: Final = (
+    "INSERT INTO notifications(id, thread_id, resource_id, source, kind, priority, status,"
+    " summary, payload, dedupe_key, coalesce_key, coalesced_count, attributes, metadata,"
+    " created_at, updated_at, discarded_at, deliver_at, summary_at, claimed_by,"
+    " claim_expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_MERGE_UPDATE: Final = (
+    "UPDATE notifications SET summary=?, priority=?, payload=?,"
+    " coalesced_count=coalesced_count+1, attributes=?, metadata=?, dedupe_key=?, coalesce_key=?,"
+    " updated_at=?, status=?, discarded_at=?, deliver_at=?, summary_at=?, claimed_by=?,"
+    f" claim_expires_at=? WHERE id=? AND status='pending' AND {_UNCLAIMED}"
+)
+# A record that was summarised (or is waiting for its digest) and has ``deliver_at`` waits for
+# its thread to be idle: "a summary now, the full notification once idle". A live lease =
+# active. Its arguments, in order: now (claims and leases live by it), due (the dispatcher's
+# clock) twice, now again.
+_DUE: Final = """
+  n.status='pending' AND (n.claimed_by IS NULL OR n.claim_expires_at<?)
+    AND (
+      (n.summary_at IS NOT NULL AND n.summary_at<=?)
+      OR (n.deliver_at IS NOT NULL AND n.deliver_at<=? AND (
+            (n.summary_at IS NULL AND n.summarized_at IS NULL)
+            OR NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=n.thread_id
+                           AND l.expires_at>?)))
+    )
+"""
+_CLAIM_DUE: Final = f"""
+UPDATE notifications SET claimed_by=?, claim_expires_at=?
+WHERE id IN (
+  SELECT n.id FROM notifications n WHERE {_DUE}
+  ORDER BY n.created_at, n.{{rownum}} LIMIT ?{{skip_locked}}
+)
+RETURNING {{rownum}}, {_ALL}
+"""
+# Asked first, as a read: an idle pass takes no write lock and commits nothing (a commit every
+# second would wake every process's change poller and every watcher of "any commit").
+_ANY_DUE: Final = f"SELECT 1 FROM notifications n WHERE {_DUE} LIMIT 1"
+_CLAIM_SUMMARIES: Final = (
+    "UPDATE notifications SET claimed_by=?, claim_expires_at=? WHERE id IN (SELECT id FROM"
+    " notifications WHERE thread_id=? AND status='pending' AND summary_at IS NOT NULL AND"
+    f" summary_at<=? AND {_UNCLAIMED}{{skip_locked}})"
+)
+_DELIVERED: Final = (
+    "UPDATE notifications SET status=CASE WHEN status='pending' THEN 'delivered' ELSE status"
+    " END, delivered_at=?, updated_at=?, deliver_at=NULL, summary_at=NULL,"
+    f" delivery_attempts=delivery_attempts+1, {_RELEASE} WHERE id=? AND claimed_by=?"
+)
+_FAILED: Final = (
+    "UPDATE notifications SET status=CASE WHEN status='pending' THEN 'failed' ELSE status END,"
+    f" failed_at=?, updated_at=?, delivery_attempts=?, last_delivery_error=?, {_RELEASE}"
+    " WHERE id=?"
+)
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def _filters(thread_id: str | None, status: str | None) -> tuple[list[str], list[object]]:
+    clauses: list[str] = []
+    args: list[object] = []
+    if thread_id is not None:
+        clauses.append("thread_id=?")
+        args.append(thread_id)
+    if status is not None:
+        if status not in NOTIFICATION_STATUSES:
+            raise ConfigError(
+                f"unknown notification status {status!r}; statuses: {NOTIFICATION_STATUSES}"
+            )
+        clauses.append("status=?")
+        args.append(status)
+    return clauses, args
+
+
+def _where(clauses: list[str]) -> str:
+    return " WHERE " + " AND ".join(clauses) if clauses else ""
+
+
+class Inbox:
+    """The inbox methods of the store contract, on a store's :class:`Database`."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def get_notification(self, notification_id: str) -> NotificationRecord | None:
+        row = await first(self.database, f"{_SELECT} WHERE id=?", (notification_id,))
+        return None if row is None else notification_of(row)
+
+    async def list_notifications(
+        self, *, thread_id: str | None = None, status: str | None = None, limit: int = 50
+    ) -> list[NotificationRecord]:
+        """Newest change (``updated_at``) first; ties: the later created first."""
+        clauses, args = _filters(thread_id, status)
+        found = await self.database.rows(
+            f"{_SELECT}{_where(clauses)} ORDER BY updated_at DESC, {{rownum}} DESC LIMIT ?",
+            (*args, limit),
+        )
+        return [notification_of(row) for row in found]
+
+    async def search_notifications(
+        self, query: str, *, thread_id: str | None = None, limit: int = 50
+    ) -> list[NotificationRecord]:
+        """Records whose summary, kind or source contains ``query`` literally, ASCII case
+        ignored; ordered as :meth:`list_notifications`."""
+        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        clauses, args = _filters(thread_id, None)
+        clauses.append("(summary {ilike} ? ESCAPE '\\' OR kind {ilike} ? ESCAPE '\\'"
+                       " OR source {ilike} ? ESCAPE '\\')")
+        found = await self.database.rows(
+            f"{_SELECT}{_where(clauses)} ORDER BY updated_at DESC, {{rownum}} DESC LIMIT ?",
+            (*args, pattern, pattern, pattern, limit),
+        )
+        return [notification_of(row) for row in found]
+
+    async def set_notification_status(
+        self, notification_id: str, status: str, now: float
+    ) -> bool:
+        """Set ``status`` and its ``<status>_at`` and ``updated_at`` to ``now``, clearing the
+        schedule. False for an unknown id."""
+        if status not in NOTIFICATION_STATUSES:  # it names a column: never from outside
+            raise ConfigError(f"unknown notification status {status!r}")
+        return bool(await self._write(
+            f"UPDATE notifications SET status=?, {status}_at=?, updated_at=?,"
+            " summary_at=NULL, deliver_at=NULL WHERE id=?",
+            (status, now, now, notification_id),
+        ))
+
+    async def notification_changes(
+        self, after: NotificationCursor | None, limit: int
+    ) -> tuple[list[NotificationRecord], NotificationCursor]:
+        """The cursor is (last change, insertion order). Rows become records a slice at a time,
+        with the event loop free between slices."""
+        changed, rownum = after if after is not None else (-1.0, -1)
+        found = await self.database.rows(
+            f"SELECT {{rownum}}, {_CHANGED}, {_ALL} FROM notifications"
+            f" WHERE {_CHANGED} > ? OR ({_CHANGED} = ? AND {{rownum}} > ?)"
+            f" ORDER BY {_CHANGED}, {{rownum}} LIMIT ?",
+            (float(changed), float(changed), int(rownum), limit),
+        )
+        records: list[NotificationRecord] = []
+        for start in range(0, len(found), _SLICE):  # a big read never holds the loop long
+            if start:
+                await asyncio.sleep(0)
+            records.extend(notification_of(row[2:]) for row in found[start:start + _SLICE])
+        cursor = (float(found[-1][1]), int(found[-1][0])) if found else (changed, rownum)
+        return records, cursor
+
+    async def find_notification_to_merge(
+        self, thread_id: str, *, source: str, kind: str, dedupe_key: str | None,
+        coalesce_key: str | None, now: float,
+    ) -> NotificationRecord | None:
+        """The newest pending, unclaimed (or claim expired) record of the thread with this
+        source and kind and the same dedupe key or coalesce key."""
+        row = await first(
+            self.database, _MERGE, (thread_id, source, kind, dedupe_key, coalesce_key, now)
+        )
+        return None if row is None else notification_of(row)
+
+    async def save_notification(
+        self, record: NotificationRecord, *, merge: bool, now: float,
+        claim_token: str | None, claim_expires_at: float | None,
+    ) -> NotificationRecord:
+        """Store ``record`` in one transaction, merged into the stored one of its id if that
+        is still pending and unclaimed (see the contract); the record as it was stored."""
+        rec = record
+        schedule = (_ts(rec.discarded_at), _ts(rec.deliver_at), _ts(rec.summary_at))
+        claim = (claim_token, claim_expires_at)
+        common = (dumps(rec.attributes), dumps(rec.metadata))
+        dialect = self.database.dialect
+        async with self.database.transaction() as session:
+            if merge:
+                merged = await session.run(dialect.sql(_MERGE_UPDATE), (
+                    rec.summary, rec.priority, dumps(rec.payload), *common, rec.dedupe_key,
+                    rec.coalesce_key, now, rec.status, *schedule, *claim, rec.id, now,
+                ))
+                if merged == 1:
+                    return rec
+                rec = rec.model_copy(update={"id": new_id(), "coalesced_count": 1})
+            await session.run(dialect.sql(_INSERT), (
+                rec.id, rec.thread_id, rec.resource_id, rec.source, rec.kind, rec.priority,
+                rec.status, rec.summary, dumps(rec.payload), rec.dedupe_key, rec.coalesce_key, 1,
+                *common, now, now, *schedule, *claim,
+            ))
+        return rec
+
+    async def claim_due_summaries(
+        self, thread_id: str, token: str, *, now: float, expires_at: float
+    ) -> None:
+        """Claim the thread's pending, unclaimed records whose digest is due at ``now``."""
+        await self._write(_CLAIM_SUMMARIES, (token, expires_at, thread_id, now, now))
+
+    async def claimed_notification_ids(self, thread_id: str, token: str) -> list[str]:
+        found = await self.database.rows(
+            "SELECT id FROM notifications WHERE thread_id=? AND claimed_by=? ORDER BY {rownum}",
+            (thread_id, token),
+        )
+        return [row[0] for row in found]
+
+    async def claim_due_notifications(
+        self, token: str, *, due_at: float, now: float, expires_at: float, limit: int
+    ) -> list[NotificationRecord]:
+        """Claim up to ``limit`` due records, oldest first, each for one caller only; with
+        nothing due, nothing is written (see the contract)."""
+        due = (now, due_at, due_at, now)
+        if await first(self.database, _ANY_DUE, due) is None:
+            return []  # nothing due: no write transaction, no commit
+        dialect = self.database.dialect
+        async with self.database.transaction() as session:
+            found = await session.rows(dialect.sql(_CLAIM_DUE), (token, expires_at, *due, limit))
+        ordered = sorted(found, key=lambda row: (row[1 + NOTIFICATION_COLUMNS.index("created_at")],
+                                                  row[0]))
+        return [notification_of(row[1:]) for row in ordered]
+
+    async def pending_notification_counts(self, thread_id: str) -> list[tuple[str, str, int]]:
+        """``(source, priority, count)`` of the thread's pending records."""
+        found = await self.database.rows(
+            "SELECT source, priority, COUNT(*) FROM notifications WHERE thread_id=? AND"
+            " status='pending' GROUP BY source, priority",
+            (thread_id,),
+        )
+        return [(source, priority, int(n)) for source, priority, n in found]
+
+    async def mark_notifications_delivered(
+        self, ids: Sequence[str], token: str, now: float
+    ) -> None:
+        """Where ``token``'s claim stands: delivered (if still pending), attempts + 1, the
+        schedule cleared, the claim released."""
+        await self._each_claimed(_DELIVERED, [(now, now, i, token) for i in ids])
+
+    async def mark_notifications_summarized(
+        self, ids: Sequence[str], token: str, now: float
+    ) -> None:
+        """Where ``token``'s claim stands: ``summarized_at`` set, ``summary_at`` cleared, the
+        claim released."""
+        await self._each_claimed(
+            f"UPDATE notifications SET summarized_at=?, summary_at=NULL, {_RELEASE}"
+            " WHERE id=? AND claimed_by=?",
+            [(now, i, token) for i in ids],
+        )
+
+    async def release_notifications(self, ids: Sequence[str], token: str) -> None:
+        """Release ``token``'s claim on the records (others' claims are left alone)."""
+        await self._each_claimed(
+            f"UPDATE notifications SET {_RELEASE} WHERE id=? AND claimed_by=?",
+            [(i, token) for i in ids],
+        )
+
+    async def record_failed_delivery(
+        self, ids: Sequence[str], token: str, *, error: str, now: float, digest: bool,
+        max_attempts: int, retry_at: Callable[[int], float],
+    ) -> None:
+        """For each record ``token`` still claims: attempts + 1; ``failed`` at
+        ``max_attempts``, else due again at ``retry_at(attempts)``; the claim released."""
+        retry_column = "summary_at" if digest else "deliver_at"
+        dialect = self.database.dialect
+        async with self.database.transaction() as session:
+            for notification_id in ids:
+                found = await session.rows(dialect.sql(
+                    "SELECT delivery_attempts FROM notifications WHERE id=? AND claimed_by=?"
+                    "{for_update}"), (notification_id, token))
+                if not found:
+                    continue
+                attempts = int(found[0][0]) + 1
+                if attempts >= max_attempts:
+                    await session.run(dialect.sql(_FAILED),
+                                      (now, now, attempts, error, notification_id))
+                    continue
+                await session.run(dialect.sql(
+                    f"UPDATE notifications SET {retry_column}=?, delivery_attempts=?,"
+                    f" last_delivery_error=?, updated_at=?, {_RELEASE} WHERE id=?"),
+                    (retry_at(attempts), attempts, error, now, notification_id))
+
+    async def _write(self, sql: str, args: Args) -> int:
+        """One statement as its own transaction: how many rows it touched."""
+        async with self.database.transaction() as session:
+            return await session.run(self.database.dialect.sql(sql), args)
+
+    async def _each_claimed(self, sql: str, rows: list[tuple[object, ...]]) -> None:
+        if not rows:
+            return
+        async with self.database.transaction() as session:
+            await session.run_many(self.database.dialect.sql(sql), rows)

@@ -1,0 +1,96 @@
+"""State lanes, on either store: the ``LaneStore`` role (``contract.py``), written once.
+
+A lane's current value is materialised in ``state_lanes`` (one row whatever its history) and
+every version is kept in ``state_lane_history``. A put is one write transaction that first
+locks the lane (PostgreSQL: an advisory lock on the lane; SQLite's ``BEGIN IMMEDIATE`` already
+excludes other writers), so concurrent puts get consecutive versions. Checked by
+``tests/test_state_lanes.py`` and ``tests/test_store_contract.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tui_agent.store.codec import dumps, loads
+from tui_agent.store.records import StateLane, StateLaneVersion
+from tui_agent.store.roles import Database, Row, first
+from tui_agent.store.rows import lane_of
+
+_COLUMNS = "thread_id, lane_id, version, mode, cache_key, value, updated_at"
+_UPSERT = (
+    "INSERT INTO state_lanes(thread_id, lane_id, version, mode, cache_key, value, updated_at)"
+    " VALUES (?,?,?,?,?,?,?) ON CONFLICT (thread_id, lane_id) DO UPDATE"
+    " SET version=excluded.version, mode=excluded.mode, cache_key=excluded.cache_key,"
+    " value=excluded.value, updated_at=excluded.updated_at"
+)
+_HISTORY = (
+    "INSERT INTO state_lane_history(thread_id, lane_id, version, mode, cache_key, value, delta,"
+    " contents, updated_at) VALUES (?,?,?,?,?,?,?,?,?)"
+)
+
+
+class StateLanes:
+    """The state-lane methods of the store contract, on a store's :class:`Database`."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def list_state_lanes(self, thread_id: str) -> list[StateLane]:
+        """The thread's lanes, by lane id."""
+        found = await self.database.rows(
+            f"SELECT {_COLUMNS} FROM state_lanes WHERE thread_id=? ORDER BY lane_id",
+            (thread_id,),
+        )
+        return [lane_of(row) for row in found]
+
+    async def get_state_lane(self, thread_id: str, lane_id: str) -> StateLane | None:
+        row = await first(
+            self.database,
+            f"SELECT {_COLUMNS} FROM state_lanes WHERE thread_id=? AND lane_id=?",
+            (thread_id, lane_id),
+        )
+        return None if row is None else lane_of(row)
+
+    async def state_lane_history(
+        self, thread_id: str, lane_id: str, limit: int = 50
+    ) -> list[StateLaneVersion]:
+        """The lane's versions, newest first."""
+        found = await self.database.rows(
+            f"SELECT {_COLUMNS}, delta, contents FROM state_lane_history"
+            " WHERE thread_id=? AND lane_id=? ORDER BY version DESC LIMIT ?",
+            (thread_id, lane_id, limit),
+        )
+        return [
+            StateLaneVersion(**lane_of(row).model_dump(), delta=loads(row[7]), contents=row[8])
+            for row in found
+        ]
+
+    async def put_state_lane(
+        self, thread_id: str, lane_id: str, *, mode: str, cache_key: str,
+        new_value: Callable[[Any], Any], delta: Any, contents: str,
+    ) -> int | None:
+        """In one transaction: None if the lane's ``mode`` and ``cache_key`` are these already,
+        else version n+1 (1 for a new lane) with value ``new_value(current or None)``."""
+        now = time.time()
+        dialect = self.database.dialect
+        async with self.database.transaction() as session:
+            if dialect.lock_key is not None:
+                await session.rows(dialect.sql(dialect.lock_key),
+                                   (f"lane\x1f{thread_id}\x1f{lane_id}",))
+            found = await session.rows(dialect.sql(
+                "SELECT version, mode, cache_key, value FROM state_lanes"
+                " WHERE thread_id=? AND lane_id=?"), (thread_id, lane_id))
+            current: Row | None = found[0] if found else None
+            if current is not None and current[1] == mode and current[2] == cache_key:
+                return None
+            version = current[0] + 1 if current is not None else 1
+            value_json = dumps(new_value(loads(current[3]) if current is not None else None))
+            await session.run(dialect.sql(_UPSERT),
+                              (thread_id, lane_id, version, mode, cache_key, value_json, now))
+            await session.run(dialect.sql(_HISTORY), (
+                thread_id, lane_id, version, mode, cache_key, value_json,
+                None if mode == "snapshot" else dumps(delta), contents, now,
+            ))
+        return version
