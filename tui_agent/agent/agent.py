@@ -2,7 +2,7 @@
 
 What the agent has going in this process (runs, background tasks, the lease owner, the
 dispatcher) lives in its :class:`~tui_agent.agent.runtime.ThreadRuntime`; a run gets what it
-needs from the agent as a :class:`~tui_agent.agent.run.RunDeps` bundle.
+needs from the agent as a :class:`~tui_agent.agent.plan.RunDeps` bundle.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from tui_agent.agent.inputs import check_memory_target, check_run_id, input_mess
 from tui_agent.agent.instructions import check_instructions, resolve_instructions
 from tui_agent.agent.options import RunOptions, parse_hooks, parse_run_options
 from tui_agent.agent.output import AgentOutput
+from tui_agent.agent.plan import RunDeps, RunPlan
+from tui_agent.agent.ports import RunView
 from tui_agent.agent.processors import (
     ProcessorContext,
     check_processors,
@@ -24,7 +26,6 @@ from tui_agent.agent.processors import (
 )
 from tui_agent.agent.result import GenerateResult
 from tui_agent.agent.router import SignalReceipt, send
-from tui_agent.agent.run import Run, RunDeps, RunPlan
 from tui_agent.agent.runtime import PROCESS_OWNER, ThreadRuntime
 from tui_agent.agent.subscription import ThreadSubscription, subscribe
 from tui_agent.context import RequestContext
@@ -142,7 +143,7 @@ class Agent:
             process_output_chunk=self._process_output_chunk,
             process_output=self._process_output,
             score=self._score,
-            runtime=self.runtime,
+            host=self.runtime,
         )
 
     # -- generate / stream --------------------------------------------------------------------
@@ -307,20 +308,20 @@ class Agent:
 
     # -- processors and scorers (called by the run) -------------------------------------------
 
-    async def _process_input(self, messages: list[Any], run: Run) -> list[Any]:
+    async def _process_input(self, messages: list[Any], run: RunView) -> list[Any]:
         processors = run.plan.input_processors  # resolved for this run
         return await self._apply_processors(processors, "process_input", messages, run)
 
-    async def _process_output_chunk(self, text: str, run: Run) -> str:
+    async def _process_output_chunk(self, text: str, run: RunView) -> str:
         processors = run.plan.output_processors
         return await self._apply_processors(processors, "process_output_stream", text, run)
 
-    async def _process_output(self, text: str, run: Run) -> str:
+    async def _process_output(self, text: str, run: RunView) -> str:
         processors = run.plan.output_processors
         return await self._apply_processors(processors, "process_output_result", text, run)
 
     async def _apply_processors(
-        self, processors: list[Any], method_name: str, value: Any, run: Run
+        self, processors: list[Any], method_name: str, value: Any, run: RunView
     ) -> Any:
         """Each processor that has ``method_name`` may replace the value (None: unchanged)."""
         for processor in processors:
@@ -331,12 +332,12 @@ class Agent:
                     value = changed
         return value
 
-    def _processor_context(self, processor: Any, run: Run) -> ProcessorContext:
+    def _processor_context(self, processor: Any, run: RunView) -> ProcessorContext:
         return ProcessorContext(
             self, run.run_id, run.options.request_context, processor_name(processor)
         )
 
-    async def _score(self, run: Run, result: GenerateResult) -> dict[str, Any]:
+    async def _score(self, run: RunView, result: GenerateResult) -> dict[str, Any]:
         """Run the scorers on a finished run; results are stored on the run."""
         scorers = run.plan.scorers  # resolved for this run
         if not scorers:

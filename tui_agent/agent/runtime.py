@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from tui_agent.agent.options import RunOptions, parse_run_options
 from tui_agent.agent.output import AgentOutput
-from tui_agent.agent.run import Run, RunDeps, RunPlan
+from tui_agent.agent.plan import RunDeps, RunPlan
+from tui_agent.agent.run import Run
 from tui_agent.events import ERROR
 from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
 from tui_agent.store.records import EventIn
@@ -89,9 +90,9 @@ class ThreadRuntime:
         output.attach(task, run.abort_event)
         return output
 
-    def forget(self, run: Run) -> None:
+    def forget(self, run_id: str) -> None:
         """A run ended: it is no longer one of this runtime's live runs."""
-        self._runs.pop(run.run_id, None)
+        self._runs.pop(run_id, None)
 
     def run(self, run_id: str) -> Run | None:
         """The live run ``run_id`` of this agent in this process, if there is one."""
