@@ -17,8 +17,7 @@ from tui_agent.agent.inputs import check_memory_target, check_run_id, input_mess
 from tui_agent.agent.instructions import check_instructions, resolve_instructions
 from tui_agent.agent.options import RunOptions, parse_hooks, parse_run_options
 from tui_agent.agent.output import AgentOutput
-from tui_agent.agent.plan import RunDeps, RunPlan
-from tui_agent.agent.ports import RunView
+from tui_agent.agent.plan import RunDeps, RunPlan, RunView
 from tui_agent.agent.processors import (
     ProcessorContext,
     check_processors,

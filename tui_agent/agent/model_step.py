@@ -16,8 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tui_agent.agent.plan import RunDeps, RunPlan
-from tui_agent.agent.ports import RunView
+from tui_agent.agent.plan import RunDeps, RunPlan, RunView
 from tui_agent.agent.processors import RetryStep
 from tui_agent.agent.result import ToolCall
 from tui_agent.agent.tool_calls import ToolRunner

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from tui_agent.agent.options import RunOptions
-    from tui_agent.agent.ports import RunHost, RunMemory, RunView
+    from tui_agent.agent.ports import RunHost, RunMemory
     from tui_agent.agent.result import GenerateResult
     from tui_agent.models.base import LanguageModel
     from tui_agent.tools import Tool
@@ -49,3 +49,22 @@ class RunDeps:
     process_output: Callable[[str, RunView], Awaitable[str]]
     score: Callable[[RunView, GenerateResult], Awaitable[dict[str, Any]]]
     host: RunHost  # the lease owner, the queued run's start, forgetting the run
+
+
+class RunView(Protocol):
+    """A run as its agent's processors and scorers read it (``RunDeps`` callbacks)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def plan(self) -> RunPlan: ...
+
+    @property
+    def options(self) -> RunOptions: ...
+
+    @property
+    def messages(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def memory(self) -> RunMemory | None: ...

@@ -17,9 +17,7 @@ from collections.abc import Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from tui_agent.agent.options import RunOptions
     from tui_agent.agent.output import AgentOutput
-    from tui_agent.agent.plan import RunPlan
     from tui_agent.memory import Memory
     from tui_agent.store.records import EventIn, FinishOutcome, MessageIn
 
@@ -84,25 +82,6 @@ class RunHost(Protocol):
     def forget(self, run_id: str) -> None: ...
 
     def start_queued_run(self, thread_id: str, resource_id: str, run_id: str) -> None: ...
-
-
-class RunView(Protocol):
-    """A run as its agent's processors and scorers read it (``RunDeps`` callbacks)."""
-
-    @property
-    def run_id(self) -> str: ...
-
-    @property
-    def plan(self) -> RunPlan: ...
-
-    @property
-    def options(self) -> RunOptions: ...
-
-    @property
-    def messages(self) -> list[dict[str, Any]]: ...
-
-    @property
-    def memory(self) -> RunMemory | None: ...
 
 
 class LocalRun(Protocol):

@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from functools import partial
 from json import encoder as json_encoder
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tui_agent.agent.options import parse_run_options
+from tui_agent.agent.ports import AgentCore
 from tui_agent.errors import ConfigError, SignalError
 from tui_agent.signals.data import (
     IfActive,
@@ -47,8 +48,6 @@ from tui_agent.store.records import RouteResult, SignalIn
 # json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
 _json_str = json_encoder.encode_basestring
 
-if TYPE_CHECKING:
-    from tui_agent.agent.agent import Agent
 
 
 # The branches of a send that names none (almost every send): parsed once, never mutated.
@@ -93,7 +92,7 @@ class SignalReceipt:
 
 
 def send(
-    agent: Agent,
+    agent: AgentCore,
     message: Any,
     *,
     kind: str,
@@ -132,7 +131,7 @@ def send(
 
 
 def _send_in_process(
-    agent: Agent, signal: Signal, target: Target, active: IfActive, queue: bool
+    agent: AgentCore, signal: Signal, target: Target, active: IfActive, queue: bool
 ) -> SignalReceipt:
     """Without memory there is no thread to wake, persist to, or reach from another process:
     a signal can only go into a live run of this agent in this process, by its run id."""
@@ -164,7 +163,7 @@ def _signal_of(sent: Signal | PlainText) -> Signal:
 
 
 def _route_now(
-    agent: Agent,
+    agent: AgentCore,
     sent: Signal | PlainText,
     target: Target,
     active: IfActive,
@@ -201,7 +200,7 @@ def _route_now(
 
 
 def _on_routed(
-    agent: Agent,
+    agent: AgentCore,
     target: Target,
     idle: IfIdle,
     receipt: SignalReceipt,
@@ -226,7 +225,7 @@ def _on_routed(
 
 
 async def _route(
-    agent: Agent,
+    agent: AgentCore,
     signal: Signal,
     target: Target,
     active: IfActive,
@@ -248,7 +247,7 @@ async def _route(
 
 
 async def _route_woken(
-    agent: Agent,
+    agent: AgentCore,
     resource_id: str,
     thread_id: str,
     result: RouteResult,
@@ -269,7 +268,7 @@ async def _route_woken(
 
 
 def _submit_route(
-    agent: Agent,
+    agent: AgentCore,
     signal: Signal,
     resource_id: str,
     thread_id: str,
@@ -301,7 +300,7 @@ def _idle_form(signal: Signal, active: IfActive, idle: IfIdle, when_active: Sign
     return signal_in(signal, idle.attributes)
 
 
-def _decision(agent: Agent, result: RouteResult) -> dict[str, Any]:
+def _decision(agent: AgentCore, result: RouteResult) -> dict[str, Any]:
     """The receipt's answer for a decision other than a wake."""
     agent.runtime.ensure_dispatcher()
     if result.action == "deliver":
@@ -326,7 +325,7 @@ def _fail_receipt(receipt: SignalReceipt, error: BaseException) -> None:
         _fail(receipt.persist_future, error)
 
 
-async def _thread_of(agent: Agent, target: Target) -> tuple[str, str]:
+async def _thread_of(agent: AgentCore, target: Target) -> tuple[str, str]:
     if target.thread_id is not None:
         assert target.resource_id is not None
         return target.resource_id, target.thread_id

@@ -21,18 +21,16 @@ import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tui_agent.agent.options import RunOptions, parse_run_options
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.plan import RunDeps, RunPlan
+from tui_agent.agent.ports import AgentCore
 from tui_agent.agent.run import Run
 from tui_agent.events import ERROR
 from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
 from tui_agent.store.records import EventIn
-
-if TYPE_CHECKING:
-    from tui_agent.agent.agent import Agent
 
 # One lease owner per process: a run's lease names the process that runs it.
 PROCESS_OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -55,7 +53,7 @@ class ThreadRuntime:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentCore,
         *,
         plan: Planner,
         deps: Callable[[], RunDeps],

@@ -17,15 +17,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tui_agent.agent.ports import AgentCore
 from tui_agent.errors import ConfigError, StoreError
 from tui_agent.events import END_TYPES, START
 from tui_agent.signals.data import parse_target
 from tui_agent.store.changes import ChangeFeed, ChangeWatch
-
-if TYPE_CHECKING:
-    from tui_agent.agent.agent import Agent
 
 REAP_EVERY_S = 1.0  # how often a dead owner's lease is looked for while a run seems live
 LIVE_CHECK_S = 0.2  # at most this often, on another process's commit: which run is live
@@ -34,7 +32,7 @@ LIVE_CHECK_S = 0.2  # at most this often, on another process's commit: which run
 class ThreadSubscription:
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentCore,
         resource_id: str | None,
         thread_id: str,
         cursor: int,
@@ -164,7 +162,7 @@ async def check_thread_owner(store: Any, resource_id: str, thread_id: str) -> No
 
 
 async def subscribe(
-    agent: Agent, *, resource_id: str | None = None, thread_id: str
+    agent: AgentCore, *, resource_id: str | None = None, thread_id: str
 ) -> ThreadSubscription:
     """``resource_id`` is optional, as in the reference: without it, the thread's own (or None
     for a thread that does not exist yet)."""
