@@ -19,8 +19,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("tui_agent", "tui_agent.cli", "tui_agent.app", "tui_agent.demo"),
     ("tui_agent.agent",),
     ("tui_agent.memory", "tui_agent.state", "tui_agent.notifications"),
+    # Signals sit above the store: the store keeps rows and renders nothing (issue 25).
+    ("tui_agent.signals",),
     ("tui_agent.store",),
-    ("tui_agent.signals", "tui_agent.models", "tui_agent.tools", "tui_agent.testing"),
+    ("tui_agent.models", "tui_agent.tools", "tui_agent.testing"),
     ("tui_agent.errors", "tui_agent._util", "tui_agent.context", "tui_agent.paths",
      "tui_agent.settings", "tui_agent.events"),
 ]
@@ -165,11 +167,13 @@ def test_the_check_sees_function_local_and_relative_imports(tmp_path: Path) -> N
     (signals / "data.py").write_text(
         "import json\n\n\ndef later():\n    from tui_agent.agent.agent import Agent\n"
     )
-    (signals / "wrong.py").write_text("from ..store import sqlite\n")
+    store = tmp_path / "tui_agent" / "store"
+    store.mkdir()
+    (store / "wrong.py").write_text("from ..signals import elements\n")
     assert violations(tmp_path / "tui_agent") == [
         "tui_agent/signals/data.py:5: tui_agent.signals.data imports tui_agent.agent.agent, "
         "a higher layer",
-        "tui_agent/signals/wrong.py:1: tui_agent.signals.wrong imports tui_agent.store, "
+        "tui_agent/store/wrong.py:1: tui_agent.store.wrong imports tui_agent.signals, "
         "a higher layer",
     ]
 

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import UTC
 from functools import partial
-from json import encoder as json_encoder
 from typing import Any
 
 from tui_agent.agent.options import parse_run_options
@@ -42,13 +40,8 @@ from tui_agent.signals.data import (
     parse_if_idle,
     parse_target,
 )
-from tui_agent.signals.elements import merge_attributes, to_model_message
+from tui_agent.signals.stored import plain_text_in, signal_in
 from tui_agent.store.records import RouteResult, SignalIn
-
-# json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
-_json_str = json_encoder.encode_basestring
-
-
 
 # The branches of a send that names none (almost every send): parsed once, never mutated.
 _DEFAULT_ACTIVE, _DEFAULT_IDLE = parse_if_active(None), parse_if_idle(None)
@@ -337,59 +330,6 @@ async def _thread_of(agent: AgentCore, target: Target) -> tuple[str, str]:
             f"thread_id= too"
         )
     return run.resource_id, run.thread_id
-
-
-def signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
-    """The signal as stored for one branch: the model message and the echo payload, both with
-    the branch's attributes merged over the signal's own."""
-    if not branch_attributes and is_plain_text(signal):
-        return plain_signal_in(signal)
-    return signal_in_general(signal, branch_attributes)
-
-
-def signal_in_general(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
-    """:func:`signal_in` for any signal (the reference the plain-text fast path is tested
-    against)."""
-    data = signal.model_dump(mode="json")
-    data["attributes"] = merge_attributes(signal.attributes, branch_attributes)
-    message = to_model_message(signal, branch_attributes)
-    return SignalIn(signal.id, signal.type, message, data, derived_message=True)
-
-
-def is_plain_text(signal: Signal) -> bool:
-    """A user message of one string with nothing else set: most of what is sent."""
-    return (
-        signal.type == "user"
-        and type(signal.contents) is str
-        and type(signal.id) is str
-        and type(signal.tag_name) is str
-        and not (signal.attributes or signal.metadata or signal.provider_options)
-        and signal.created_at.tzinfo is UTC
-    )
-
-
-def plain_signal_in(signal: Signal) -> SignalIn:
-    """:func:`signal_in_general` for a plain text message, without pydantic's dump or a
-    JSON encoder: the same message and data, and the data's JSON built here (the store writes
-    it as it is; the text is encoded once). tests/test_signal_fast_path.py proves both paths
-    store the same rows and give the model the same message."""
-    text = signal.contents
-    assert isinstance(text, str) and signal.tag_name is not None
-    created = signal.created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
-    return plain_text_in(signal.id, signal.tag_name, text, created)
-
-
-def plain_text_in(signal_id: str, tag_name: str, text: str, created: str) -> SignalIn:
-    """:func:`plain_signal_in` from the fields of a plain text message (a ``PlainText`` sent
-    needs no Signal for it), ``created`` its time as pydantic writes it in JSON."""
-    data_json = (
-        f'{{"id":{_json_str(signal_id)},"type":"user","tag_name":{_json_str(tag_name)},'
-        f'"contents":{_json_str(text)},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
-        f'"created_at":"{created}"}}'
-    )
-    # Only the JSON: the store writes it as it is, and renders the model message from it when
-    # read. Its data and message are made from it if someone asks (the memoryless path).
-    return SignalIn(signal_id, "user", None, None, data_json, derived_message=True)
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:

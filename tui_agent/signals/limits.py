@@ -1,4 +1,6 @@
-"""Bounds on what a caller may send, checked by the call itself before anything is stored.
+"""Bounds on what a caller may send, and the checks of every value against them: each value is
+checked once, where the call reads it, before anything is stored (names, attributes, contents,
+JSON values, text, ids).
 
 Every value that reaches the store as JSON (a message's text, attributes, metadata,
 ``provider_options``, ids) passes :func:`check_json_value` / :func:`check_text`: a lone surrogate
@@ -11,13 +13,26 @@ Checked by ``tests/test_bad_input.py``, which also prints the tried / refused / 
 
 from __future__ import annotations
 
+import base64
+import json
 import math
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tui_agent.errors import SignalError
+
+NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]*"
+NAME_RE = re.compile(NAME_PATTERN)
+# An XML parser turns an attribute named xmlns into a namespace declaration: the element would no
+# longer carry the attribute (nor keep its plain tag), so the model would not see what was sent.
+_RESERVED_ATTRIBUTES = frozenset({"xmlns"})
+
+_TEXT_PART_KEYS = frozenset({"type", "text", "provider_options"})
+_FILE_PART_KEYS = frozenset({"type", "data", "url", "media_type", "filename", "provider_options"})
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,3 +164,148 @@ def check_limit(value: object, name: str) -> int:
 
         raise ConfigError(f"{name} must be a whole number >= 0, got {value!r}")
     return value
+
+
+# -- names, attributes, contents ------------------------------------------------------------------
+
+
+def check_name(name: Any, what: str, where: str = "") -> str:
+    """Return ``name`` if it is a valid XML tag/attribute name for the model, else raise."""
+    suffix = f" in {where}" if where else ""
+    if not isinstance(name, str):
+        raise SignalError(f"{what}{suffix} must be a string, got {type(name).__name__}")
+    if name == "":
+        raise SignalError(f"{what}{suffix} must not be empty (names match {NAME_PATTERN})")
+    if not NAME_RE.fullmatch(name):
+        raise SignalError(f"invalid {what} {name!r}{suffix}: names must match {NAME_PATTERN}")
+    return name
+
+
+def _check_attribute_value(value: Any, where: str, limits: InputLimits) -> None:
+    check_json_value(value, where)
+    if isinstance(value, str):
+        size = len(value) if value.isascii() else len(value.encode("utf-8"))
+    elif isinstance(value, (list, tuple, Mapping)):
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    else:
+        return  # a number, bool or None: small
+    if size > limits.max_attribute_bytes:
+        raise SignalError(
+            f"{where} is {size:,} bytes; the limit is {limits.max_attribute_bytes:,} "
+            "(setting max_attribute_bytes)"
+        )
+
+
+def check_attributes(attributes: Any, what: str = "attributes") -> dict[str, Any]:
+    """Validate attribute names and values; return a new dict in the same order."""
+    if attributes is None:
+        return {}
+    if not isinstance(attributes, Mapping):
+        raise SignalError(f"{what} must be a dict, got {type(attributes).__name__}")
+    limits = input_limits()
+    if len(attributes) > limits.max_attributes:
+        raise SignalError(
+            f"{what} has {len(attributes)} attributes; the limit is {limits.max_attributes} "
+            "(setting max_attributes)"
+        )
+    out: dict[str, Any] = {}
+    for name, value in attributes.items():
+        check_name(name, "attribute name", what)
+        if name in _RESERVED_ATTRIBUTES:
+            raise SignalError(f"attribute name {name!r} in {what} is reserved by XML")
+        _check_attribute_value(value, f"{what}[{name!r}]", limits)
+        out[name] = value
+    return out
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def unknown_keys_error(
+    keys: set[str], allowed: frozenset[str] | set[str], what: str
+) -> SignalError:
+    """An error naming the unknown keys, the allowed ones, and the snake_case spelling of a
+    camelCase key from the reference (``tagName`` → ``tag_name``)."""
+    bad = sorted(keys)
+    hints = [f"{k!r} → {_snake_case(k)!r}" for k in bad if _snake_case(k) in allowed]
+    hint = f" (names are snake_case: {', '.join(hints)})" if hints else ""
+    return SignalError(
+        f"unknown key(s) {', '.join(map(repr, bad))} in {what}; "
+        f"allowed: {', '.join(sorted(allowed))}{hint}"
+    )
+
+
+def _check_part(part: Any, where: str) -> dict[str, Any]:
+    if not isinstance(part, Mapping):
+        raise SignalError(f"{where} must be a dict part, got {type(part).__name__}")
+    kind = part.get("type")
+    if kind == "text":
+        if set(part) - _TEXT_PART_KEYS:
+            raise unknown_keys_error(set(part) - _TEXT_PART_KEYS, _TEXT_PART_KEYS, where)
+        if not isinstance(part.get("text"), str):
+            raise SignalError(f"{where} is a text part and needs 'text' as a string")
+        check_json_value(part.get("provider_options"), f"{where} provider_options")
+        return dict(part)
+    if kind == "file":
+        return _check_file_part(part, where)
+    raise SignalError(f"{where} has type {kind!r}; parts are 'text' or 'file'")
+
+
+def _check_file_part(part: Mapping[str, Any], where: str) -> dict[str, Any]:
+    if set(part) - _FILE_PART_KEYS:
+        raise unknown_keys_error(set(part) - _FILE_PART_KEYS, _FILE_PART_KEYS, where)
+    has_data, has_url = part.get("data") is not None, part.get("url") is not None
+    if has_data == has_url:
+        raise SignalError(f"{where} is a file part and needs exactly one of 'data' or 'url'")
+    if not isinstance(part.get("media_type"), str) or not part["media_type"]:
+        raise SignalError(f"{where} is a file part and needs 'media_type' (e.g. 'image/png')")
+    out = {k: v for k, v in part.items() if v is not None}
+    data = out.get("data")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        out["data"] = base64.b64encode(bytes(data)).decode("ascii")  # stored as JSON
+    elif has_data and not isinstance(data, str):
+        raise SignalError(f"{where} 'data' must be base64 text or bytes")
+    if has_url and not isinstance(out["url"], str):
+        raise SignalError(f"{where} 'url' must be a string")
+    for key, value in out.items():
+        check_json_value(value, f"{where} {key!r}")
+    return out
+
+
+def check_contents(contents: Any, what: str = "contents") -> str | list[dict[str, Any]]:
+    """Contents are a string or a list of text/file parts; their text within max_text_bytes."""
+    if isinstance(contents, str):
+        check_text(contents, what)
+        return contents
+    if isinstance(contents, (list, tuple)):
+        parts = [_check_part(p, f"{what}[{i}]") for i, p in enumerate(contents)]
+        _check_total_text(parts, what)
+        return parts
+    raise SignalError(
+        f"{what} must be a string or a list of text/file parts, got {type(contents).__name__}"
+    )
+
+
+def _check_total_text(parts: list[dict[str, Any]], what: str) -> None:
+    """Each text part is valid text; all of them together within max_text_bytes."""
+    limits = input_limits()
+    total = 0
+    for i, part in enumerate(parts):
+        if part["type"] == "text":
+            total += check_text(part["text"], f"{what}[{i}] text", limits)
+    if total > limits.max_text_bytes:
+        raise SignalError(
+            f"{what} text is {total:,} bytes; the limit is {limits.max_text_bytes:,} "
+            "(setting max_text_bytes)"
+        )
+
+
+def check_json_object(value: Any, what: str) -> dict[str, Any]:
+    """A dict that can be stored as JSON (see ``check_json_value``), as a new dict."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SignalError(f"{what} must be a dict, got {type(value).__name__}")
+    check_json_value(value, what)
+    return dict(value)
