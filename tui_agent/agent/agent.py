@@ -367,8 +367,10 @@ class Agent:
         if unknown:
             raise ConfigError(f"unknown editor override(s) {sorted(unknown)}")
         allowed = self.editor
-        if allowed is False and overrides:
-            raise ConfigError(f"agent {self.id!r} is locked (editor=False)")
+        if allowed is False:
+            if overrides:
+                raise ConfigError(f"agent {self.id!r} is locked (editor=False)")
+            return copy(self)  # nothing to edit (tests/test_agent_construction.py)
         edited = copy(self)  # with its own runtime (__copy__)
         if "instructions" in overrides:
             if not allowed.get("instructions", False):
