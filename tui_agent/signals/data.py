@@ -27,6 +27,8 @@ from tui_agent.errors import SignalError
 from tui_agent.signals.limits import (
     NAME_RE,
     InputLimits,
+    as_items,
+    as_mapping,
     check_attributes,
     check_contents,
     check_id,
@@ -178,17 +180,18 @@ def signal_text(contents: object) -> str:
     ``str()``, list items that are not parts are skipped."""
     if isinstance(contents, str):
         return contents
-    if isinstance(contents, list):
+    items = as_items(contents)
+    if isinstance(items, list):
+        parts = [as_mapping(p) for p in items]
         return "\n".join(
-            str(p.get("text", "")) for p in contents
-            if isinstance(p, dict) and p.get("type") == "text"
+            str(p.get("text", "")) for p in parts if p is not None and p.get("type") == "text"
         )
     return str(contents)
 
 
 def _from_validation_error(exc: ValidationError, what: str) -> SignalError:
     """Turn pydantic's report into one readable SignalError (keeping ours verbatim)."""
-    messages = []
+    messages: list[str] = []
     for err in exc.errors():
         cause = (err.get("ctx") or {}).get("error")
         if isinstance(cause, SignalError):
@@ -322,16 +325,17 @@ def normalize_message(message: Any) -> Signal:
         return plain_message(message)
     if isinstance(message, (str, list, tuple)):
         return checked_signal({"type": "user", "contents": check_contents(message)})
-    if isinstance(message, Mapping):
-        keys = set(message)
+    given = as_mapping(message)
+    if given is not None:
+        keys: set[str] = set(given)
         if keys - _MESSAGE_KEYS:
             extra = keys - _MESSAGE_KEYS
             hint = " (use send_signal for typed signals)" if extra & {"type", "tag_name"} else ""
             err = unknown_keys_error(extra, _MESSAGE_KEYS, "message")
             raise SignalError(f"{err}{hint}")
-        if "contents" not in message:
+        if "contents" not in given:
             raise SignalError("message dict needs 'contents' (a string or a list of parts)")
-        return checked_signal(_common_fields(message, "message") | {"type": "user"})
+        return checked_signal(_common_fields(given, "message") | {"type": "user"})
     raise SignalError(
         "message must be a string, a list of text/file parts, or a dict with 'contents'; "
         f"got {type(message).__name__}"
@@ -376,10 +380,13 @@ def normalize_signal(signal: Any) -> Signal:
     """
     if isinstance(signal, Signal):
         return signal
-    if not isinstance(signal, Mapping):
+    given = as_mapping(signal)
+    if given is None:
         raise SignalError(f"signal must be a dict or a Signal, got {type(signal).__name__}")
-    if set(signal) - _SIGNAL_KEYS:
-        raise unknown_keys_error(set(signal) - _SIGNAL_KEYS, _SIGNAL_KEYS, "signal")
+    signal = given
+    keys: set[str] = set(signal)
+    if keys - _SIGNAL_KEYS:
+        raise unknown_keys_error(keys - _SIGNAL_KEYS, _SIGNAL_KEYS, "signal")
     if "type" not in signal:
         raise SignalError(f"signal needs a 'type' ({', '.join(SIGNAL_TYPES)})")
     if "contents" not in signal:
@@ -418,15 +425,17 @@ def _parse_branch(
 ) -> Any:
     if value is None:
         return model()
+    given = as_mapping(value)
     if isinstance(value, model):
         data: Mapping[str, Any] = value.model_dump()
-    elif isinstance(value, Mapping):
-        data = value
+    elif given is not None:
+        data = given
     else:
         raise SignalError(f"{name} must be a dict or {model.__name__}, got {type(value).__name__}")
     allowed = frozenset(model.model_fields)
-    if set(data) - allowed:
-        raise unknown_keys_error(set(data) - allowed, allowed, name)
+    keys: set[str] = set(data)
+    if keys - allowed:
+        raise unknown_keys_error(keys - allowed, allowed, name)
     behavior = data.get("behavior")
     if behavior is not None and behavior not in behaviors:
         raise SignalError(

@@ -236,7 +236,7 @@ def render_notification(
     return render_signal(sig)
 
 
-def digest_text(counts: Mapping[str, int]) -> str:
+def digest_text(counts: Mapping[str, object]) -> str:
     """``github: 2, slack: 1``: sources in alphabetical order (case-insensitive, then exact)."""
     for source, n in counts.items():
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -245,8 +245,8 @@ def digest_text(counts: Mapping[str, int]) -> str:
 
 
 def digest_signal(
-    counts: Mapping[str, int],
-    pending: int,
+    counts: Mapping[str, object],
+    pending: object,
     attributes: Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> Signal:
@@ -262,7 +262,7 @@ def digest_signal(
 
 
 def render_digest(
-    counts: Mapping[str, int], pending: int, attributes: Mapping[str, Any] | None = None
+    counts: Mapping[str, object], pending: object, attributes: Mapping[str, Any] | None = None
 ) -> str:
     """``<notification-summary pending="3">github: 2, slack: 1</notification-summary>``."""
     return render_signal(digest_signal(counts, pending, attributes))

@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tui_agent.errors import SignalError
 
@@ -47,24 +47,24 @@ class InputLimits:
     max_int_digits: int = 4_300  # Python's own int→str limit: beyond it json cannot write it
 
 
-_LIMITS: InputLimits | None = None
+_limits: InputLimits | None = None
 
 
 def input_limits() -> InputLimits:
     """The limits in force: the settings' values the first time, cached after that."""
-    global _LIMITS
-    if _LIMITS is None:
+    global _limits
+    if _limits is None:
         from tui_agent.settings import current_settings
 
         configured = current_settings().input_limits()
-        _LIMITS = InputLimits(**configured)
-    return _LIMITS
+        _limits = InputLimits(**configured)
+    return _limits
 
 
 def set_input_limits(limits: InputLimits | None) -> None:
     """Replace the limits for this process (None: read the settings again at next use)."""
-    global _LIMITS
-    _LIMITS = limits
+    global _limits
+    _limits = limits
 
 
 def check_str(value: str, where: str) -> str:
@@ -135,8 +135,9 @@ def _check_container(value: Any, where: str, depth: int) -> None:
     if depth >= bound:
         top = where.split("[", 1)[0]  # the field, not a path as deep as the nesting
         raise SignalError(f"{top} is nested deeper than {bound} levels (setting max_depth)")
-    if isinstance(value, Mapping):
-        for key, item in value.items():
+    mapping = as_mapping(value)
+    if mapping is not None:
+        for key, item in mapping.items():
             if not isinstance(key, str):
                 raise SignalError(f"{where} has a non-string key {key!r}")
             check_str(key, f"{where} key {key!r}")
@@ -200,17 +201,18 @@ def check_attributes(attributes: Any, what: str = "attributes") -> dict[str, Any
     """Validate attribute names and values; return a new dict in the same order."""
     if attributes is None:
         return {}
-    if not isinstance(attributes, Mapping):
+    given = as_mapping(attributes)
+    if given is None:
         raise SignalError(f"{what} must be a dict, got {type(attributes).__name__}")
     limits = input_limits()
-    if len(attributes) > limits.max_attributes:
+    if len(given) > limits.max_attributes:
         raise SignalError(
-            f"{what} has {len(attributes)} attributes; the limit is {limits.max_attributes} "
+            f"{what} has {len(given)} attributes; the limit is {limits.max_attributes} "
             "(setting max_attributes)"
         )
     out: dict[str, Any] = {}
-    for name, value in attributes.items():
-        check_name(name, "attribute name", what)
+    for name, value in given.items():
+        name = check_name(name, "attribute name", what)
         if name in _RESERVED_ATTRIBUTES:
             raise SignalError(f"attribute name {name!r} in {what} is reserved by XML")
         _check_attribute_value(value, f"{what}[{name!r}]", limits)
@@ -236,9 +238,10 @@ def unknown_keys_error(
     )
 
 
-def _check_part(part: Any, where: str) -> dict[str, Any]:
-    if not isinstance(part, Mapping):
-        raise SignalError(f"{where} must be a dict part, got {type(part).__name__}")
+def _check_part(value: Any, where: str) -> dict[str, Any]:
+    part = as_mapping(value)
+    if part is None:
+        raise SignalError(f"{where} must be a dict part, got {type(value).__name__}")
     kind = part.get("type")
     if kind == "text":
         if set(part) - _TEXT_PART_KEYS:
@@ -252,7 +255,7 @@ def _check_part(part: Any, where: str) -> dict[str, Any]:
     raise SignalError(f"{where} has type {kind!r}; parts are 'text' or 'file'")
 
 
-def _check_file_part(part: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _check_file_part(part: Mapping[Any, Any], where: str) -> dict[str, Any]:
     if set(part) - _FILE_PART_KEYS:
         raise unknown_keys_error(set(part) - _FILE_PART_KEYS, _FILE_PART_KEYS, where)
     has_data, has_url = part.get("data") is not None, part.get("url") is not None
@@ -260,10 +263,11 @@ def _check_file_part(part: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise SignalError(f"{where} is a file part and needs exactly one of 'data' or 'url'")
     if not isinstance(part.get("media_type"), str) or not part["media_type"]:
         raise SignalError(f"{where} is a file part and needs 'media_type' (e.g. 'image/png')")
-    out = {k: v for k, v in part.items() if v is not None}
+    out: dict[str, Any] = {k: v for k, v in part.items() if v is not None}
     data = out.get("data")
     if isinstance(data, (bytes, bytearray, memoryview)):
-        out["data"] = base64.b64encode(bytes(data)).decode("ascii")  # stored as JSON
+        raw = cast("bytes | bytearray | memoryview[int]", data)
+        out["data"] = base64.b64encode(bytes(raw)).decode("ascii")  # stored as JSON
     elif has_data and not isinstance(data, str):
         raise SignalError(f"{where} 'data' must be base64 text or bytes")
     if has_url and not isinstance(out["url"], str):
@@ -278,8 +282,9 @@ def check_contents(contents: Any, what: str = "contents") -> str | list[dict[str
     if isinstance(contents, str):
         check_text(contents, what)
         return contents
-    if isinstance(contents, (list, tuple)):
-        parts = [_check_part(p, f"{what}[{i}]") for i, p in enumerate(contents)]
+    items = as_items(contents)
+    if items is not None:
+        parts = [_check_part(p, f"{what}[{i}]") for i, p in enumerate(items)]
         _check_total_text(parts, what)
         return parts
     raise SignalError(
@@ -305,7 +310,22 @@ def check_json_object(value: Any, what: str) -> dict[str, Any]:
     """A dict that can be stored as JSON (see ``check_json_value``), as a new dict."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    mapping = as_mapping(value)
+    if mapping is None:
         raise SignalError(f"{what} must be a dict, got {type(value).__name__}")
-    check_json_value(value, what)
-    return dict(value)
+    check_json_value(mapping, what)
+    return dict(mapping)
+
+
+def as_mapping(value: object) -> Mapping[Any, Any] | None:
+    """``value`` if it is a mapping, else None. Its keys and values are the caller's, not
+    checked yet."""
+    return cast("Mapping[Any, Any]", value) if isinstance(value, Mapping) else None
+
+
+def as_items(value: object) -> list[Any] | tuple[Any, ...] | None:
+    """``value`` if it is a list or tuple, else None. Its items are the caller's, not checked
+    yet."""
+    if isinstance(value, list | tuple):
+        return cast("list[Any] | tuple[Any, ...]", value)
+    return None
