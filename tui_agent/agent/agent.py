@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from tui_agent._util import as_dict, json_round_trip, maybe_await
 from tui_agent.agent.inputs import check_memory_target, check_run_id, input_messages
@@ -32,8 +32,17 @@ from tui_agent.errors import ConfigError, ProcessorError, RequestContextError, T
 from tui_agent.models.resolve import resolve_model, validate_model_spec
 from tui_agent.notifications import inbox
 from tui_agent.notifications.policy import NotificationsConfig, parse_notifications_config
+from tui_agent.signals.limits import as_given_dict, as_mapping
 from tui_agent.state import lanes
 from tui_agent.tools import Tool, create_tool
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from tui_agent.memory import Memory
+
+    #: ``request_context_schema``: a pydantic model class, a JSON schema, or none.
+    ContextSchema: TypeAlias = type[BaseModel] | dict[str, Any] | None
 
 _EDITOR_FIELDS = ("instructions", "tools")
 
@@ -72,11 +81,11 @@ class Agent:
             default_generate_options_legacy=default_generate_options_legacy,
             default_stream_options_legacy=default_stream_options_legacy,
         )
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError("Agent needs a name (a non-empty string)")
         self.name = name
-        self.id = id or name
-        if not isinstance(self.id, str):
+        self.id: str = id or name
+        if not isinstance(self.id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"Agent id must be a string, got {type(self.id).__name__}")
         check_instructions(instructions)
         self.instructions = instructions
@@ -91,14 +100,14 @@ class Agent:
         self.workflows = _static_or_fn(workflows, _check_workflows)
         #: The memory, or None; ``memory_fn`` holds a memory given as a function instead.
         self.memory_fn = memory if callable(memory) else None
-        self.memory = None if self.memory_fn else _check_memory(memory)
+        self.memory: Memory | None = None if self.memory_fn else _check_memory(memory)
         self.hooks = parse_hooks(hooks)
         self.default_options = _static_or_fn(default_options, _check_default_options)
         self.input_processors = _static_or_fn(input_processors, _input_processors)
         self.output_processors = _static_or_fn(output_processors, _output_processors)
         self.max_processor_retries = 3 if max_processor_retries is None else max_processor_retries
-        self.request_context_schema = _check_context_schema(request_context_schema)
-        self.editor = _check_editor(editor)
+        self.request_context_schema: ContextSchema = _check_context_schema(request_context_schema)
+        self.editor: Literal[False] | dict[str, Any] = _check_editor(editor)
         self.scorers = _static_or_fn(scorers, _check_scorers)
         self.notifications = notifications
         self._parsed_notifications: tuple[Any, NotificationsConfig] | None = None
@@ -284,9 +293,10 @@ class Agent:
             return
         values = context.to_dict()
         if isinstance(schema, dict):
-            import jsonschema
+            from jsonschema.validators import validator_for
 
-            errors = list(jsonschema.validators.validator_for(schema)(schema).iter_errors(values))
+            validator: Any = validator_for(schema)(schema)  # jsonschema has no type hints
+            errors: list[Any] = list(validator.iter_errors(values))
             if errors:
                 details = "; ".join(
                     f"{'.'.join(map(str, e.path)) or '(context)'}: {e.message}" for e in errors
@@ -409,7 +419,7 @@ class Agent:
         """What is stored for this agent, narrowed to what ``editor=`` allows now."""
         if memory is None or self.editor is False:
             return {}
-        stored = await memory.store.get_agent_overrides(self.id) or {}
+        stored: dict[str, Any] = await memory.store.get_agent_overrides(self.id) or {}
         allowed: dict[str, Any] = {}
         if "instructions" in stored and self.editor.get("instructions", False):
             allowed["instructions"] = stored["instructions"]
@@ -496,16 +506,17 @@ class Agent:
 def _check_tools(tools: Any) -> Any:
     if tools is None:
         return {}
-    if callable(tools) and not isinstance(tools, Mapping):
+    given = as_mapping(tools)
+    if callable(tools) and given is None:
         return tools
-    if not isinstance(tools, Mapping):
+    if given is None:
         raise ConfigError(
             f"tools must be a dict {{name: tool}} or a callable, not {type(tools).__name__}"
         )
-    for name, tool in tools.items():
+    for name, tool in given.items():
         if not isinstance(tool, Tool):
             raise ConfigError(f"tools[{name!r}] is not a tool: build it with create_tool(...)")
-    return dict(tools)
+    return dict(given)
 
 
 _LEGACY = (
@@ -550,9 +561,10 @@ def _static_or_fn(value: Any, check: Callable[[Any], Any]) -> Any:
 async def _per_run(value: Any, context: RequestContext, check: Callable[[Any], Any]) -> Any:
     """An option's value for one run: a function is called with the request context (sync or
     async) and what it returns is checked like a static value, naming the function."""
-    if not callable(value) or isinstance(value, Mapping | list | tuple):
+    static: Any = value  # the user's option, or a function of the context giving it
+    if not callable(static) or isinstance(static, Mapping | list | tuple):
         return value
-    returned = await maybe_await(value(context))
+    returned = await maybe_await(static(context))
     try:
         return check(returned)
     except (ConfigError, ProcessorError) as error:
@@ -563,27 +575,30 @@ async def _per_run(value: Any, context: RequestContext, check: Callable[[Any], A
 def _check_metadata(metadata: Any) -> dict[str, Any]:
     if metadata is None:
         return {}
-    if not isinstance(metadata, Mapping):
+    given = as_mapping(metadata)
+    if given is None:
         raise ConfigError(f"metadata must be a dict, not {type(metadata).__name__}")
-    return dict(metadata)
+    return dict(given)
 
 
 def _check_workflows(workflows: Any) -> dict[str, Any]:
     if workflows is None:
         return {}
-    if not isinstance(workflows, Mapping):
+    given = as_mapping(workflows)
+    if given is None:
         raise ConfigError(
             f"workflows must be a dict {{name: workflow}}, not {type(workflows).__name__}"
         )
-    return dict(workflows)
+    return dict(given)
 
 
 def _check_scorers(scorers: Any) -> dict[str, Any]:
     if scorers is None:
         return {}
-    if not isinstance(scorers, Mapping):
+    given = as_mapping(scorers)
+    if given is None:
         raise ConfigError(f"scorers must be a dict {{name: scorer}}, not {type(scorers).__name__}")
-    return dict(scorers)
+    return dict(given)
 
 
 def _check_default_options(options: Any) -> dict[str, Any]:
@@ -612,40 +627,44 @@ def _check_memory_result(memory: Any) -> Any:
 def _check_agents(agents: Any) -> dict[str, Agent]:
     if agents is None:
         return {}
-    if not isinstance(agents, Mapping):
+    given = as_mapping(agents)
+    if given is None:
         raise ConfigError(f"agents must be a dict {{name: Agent}}, not {type(agents).__name__}")
-    for name, agent in agents.items():
+    for name, agent in given.items():
         if not isinstance(agent, Agent):
             raise ConfigError(f"agents[{name!r}] is not an Agent")
-    return dict(agents)
+    return dict(given)
 
 
-def _check_memory(memory: Any) -> Any:
+def _check_memory(memory: Any) -> Memory | None:
     if memory is None:
         return None
     if not hasattr(memory, "store") or not hasattr(memory, "model_history"):
         raise ConfigError(f"memory must be a Memory(...), not {type(memory).__name__}")
-    return memory
+    return cast("Memory", memory)  # a Memory, or an object that acts as one
 
 
-def _check_context_schema(schema: Any) -> Any:
-    if schema is None or isinstance(schema, dict):
-        return schema
+def _check_context_schema(schema: Any) -> ContextSchema:
+    if schema is None:
+        return None
+    if isinstance(schema, dict):
+        return cast("dict[str, Any]", schema)  # a JSON schema
     if isinstance(schema, type) and hasattr(schema, "model_validate"):
-        return schema
+        return cast("type[BaseModel]", schema)
     raise ConfigError("request_context_schema must be a pydantic model class or a JSON schema")
 
 
-def _check_editor(editor: Any) -> Any:
+def _check_editor(editor: Any) -> Literal[False] | dict[str, Any]:
     if editor is None:
         return {"instructions": True, "tools": True}  # the reference's default
     if editor is False:
         return False
-    if not isinstance(editor, dict) or set(editor) - set(_EDITOR_FIELDS):
+    given = as_given_dict(editor)
+    if given is None or set(given) - set(_EDITOR_FIELDS):
         raise ConfigError(
             "editor must be False or {'instructions': bool, 'tools': bool | {'description': bool}}"
         )
-    return editor
+    return given
 
 
 _CODE_OWNED = ("id", "name", "model")
@@ -653,9 +672,10 @@ _CODE_OWNED = ("id", "name", "model")
 
 def _without_code_owned(overrides: Any) -> dict[str, Any]:
     """An editor's overrides without the code-owned fields (the reference drops them)."""
-    if not isinstance(overrides, Mapping):
+    given = as_mapping(overrides)
+    if given is None:
         raise ConfigError(f"editor overrides must be a dict, not {type(overrides).__name__}")
-    return {key: value for key, value in overrides.items() if key not in _CODE_OWNED}
+    return {key: value for key, value in given.items() if key not in _CODE_OWNED}
 
 
 def _storable_overrides(agent: Agent, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -702,14 +722,17 @@ def _edit_tools(agent: Agent, allowed: Any, changes: Any) -> dict[str, Tool]:
     """Editor tool overrides: ``{name: {"description": ...} | None(remove) | Tool(add)}``."""
     if not allowed:
         raise ConfigError(f"agent {agent.id!r} does not allow editing tools")
-    descriptions_only = isinstance(allowed, dict)
-    if descriptions_only and not allowed.get("description"):
+    only = as_given_dict(allowed)
+    descriptions_only = only is not None
+    if only is not None and not only.get("description"):
         raise ConfigError(f"agent {agent.id!r} does not allow editing tools")
     if callable(agent.tools):
         raise ConfigError("tools given as a callable cannot be edited")
     tools = dict(agent.tools)
-    for name, change in dict(changes).items():
-        if isinstance(change, dict) and set(change) <= {"description"}:
+    edits: dict[str, Any] = dict(changes)
+    for name, change in edits.items():
+        described = as_given_dict(change)
+        if described is not None and set(described) <= {"description"}:
             if name not in tools:
                 raise ConfigError(f"no tool {name!r} to describe")
             from dataclasses import replace

@@ -212,7 +212,7 @@ def _add_tool_delta(calls: dict[int, _RawCall], delta: ToolCallDelta) -> None:
 def _tool_call(raw: _RawCall, default_id: str) -> ToolCall:
     arguments = raw.arguments
     try:
-        args = json.loads(arguments) if arguments else {}
+        args: Any = json.loads(arguments) if arguments else {}  # the model's tool input
     except json.JSONDecodeError:
         args = arguments  # kept raw; validation reports it to the model
     return ToolCall(tool_call_id=raw.id or default_id, tool_name=raw.name or "", args=args)

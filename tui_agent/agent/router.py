@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from tui_agent.agent.options import parse_run_options
 from tui_agent.agent.ports import AgentCore
@@ -104,7 +104,8 @@ def send(
     active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)
     idle = _DEFAULT_IDLE if if_idle is None else parse_if_idle(if_idle)
     if idle.stream_options:  # fail now (without any, the agent's own were checked when built)
-        defaults = agent.default_options if isinstance(agent.default_options, dict) else {}
+        given = agent.default_options  # a dict, or a function of the request context
+        defaults = cast("dict[str, Any]", given) if isinstance(given, dict) else {}
         parse_run_options(idle.stream_options, defaults, agent.hooks)
     if agent.memory is None:
         return _send_in_process(agent, _signal_of(sent), target, active, kind == "queue")

@@ -168,7 +168,7 @@ async def subscribe(
     for a thread that does not exist yet)."""
     if resource_id is not None:
         parse_target(resource_id=resource_id, thread_id=thread_id)
-    elif not isinstance(thread_id, str) or not thread_id:
+    elif not isinstance(thread_id, str) or not thread_id:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError("subscribe_to_thread needs thread_id (a non-empty string)")
     if agent.memory is None:
         raise ConfigError("subscribe_to_thread needs memory: Agent(memory=Memory(...))")

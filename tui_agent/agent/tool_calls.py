@@ -17,6 +17,7 @@ from typing import Any
 from tui_agent._util import call_off_loop, dump_if_model, why_unstorable
 from tui_agent.agent.result import ToolCall, ToolResult
 from tui_agent.events import TOOL_RESULT, ChunkType
+from tui_agent.signals.limits import as_given_dict
 from tui_agent.tools import (
     INPUT_PHASE,
     OUTPUT_PHASE,
@@ -136,8 +137,9 @@ class ToolRunner:
             decision = await call_off_loop(before, hook_input) if before else None
         except Exception as raised:  # as a tool that raises: the tool does not run, the model
             error = raised  # gets the error as the call's result, the run goes on
-        if isinstance(decision, dict) and decision.get("proceed") is False:  # pyright: ignore[reportUnknownMemberType]
-            output = decision.get("output")  # pyright: ignore[reportUnknownMemberType]
+        answer = as_given_dict(decision)
+        if answer is not None and answer.get("proceed") is False:
+            output = answer.get("output")  # the hook answers instead of the tool
         elif error is None:
             try:
                 output = await tool.run(tool_input, context)

@@ -323,6 +323,12 @@ def as_mapping(value: object) -> Mapping[Any, Any] | None:
     return cast("Mapping[Any, Any]", value) if isinstance(value, Mapping) else None
 
 
+def as_given_dict(value: object) -> dict[Any, Any] | None:
+    """``value`` if it is a dict, else None. Its keys and values are the caller's, not checked
+    yet."""
+    return cast("dict[Any, Any]", value) if isinstance(value, dict) else None
+
+
 def as_items(value: object) -> list[Any] | tuple[Any, ...] | None:
     """``value`` if it is a list or tuple, else None. Its items are the caller's, not checked
     yet."""
