@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from tui_agent.memory import Memory
+    from tui_agent.models.base import LanguageModel
+    from tui_agent.store.contract import Store
 
     #: ``request_context_schema``: a pydantic model class, a JSON schema, or none.
     ContextSchema: TypeAlias = type[BaseModel] | dict[str, Any] | None
@@ -197,7 +199,7 @@ class Agent:
         context = RequestContext.coerce(request_context)
         return await _per_run(self.metadata, context, _check_metadata)
 
-    async def _check_new_run_id(self, run_id: str, memory: Any) -> None:
+    async def _check_new_run_id(self, run_id: str, memory: Memory | None) -> None:
         """A run id names one run: reusing one (live here, or stored) is refused."""
         used = self.runtime.run(run_id) is not None
         if not used and memory is not None:
@@ -206,7 +208,7 @@ class Agent:
             raise ConfigError(f"run_id {run_id!r} is already used by another run; "
                               "give each run its own id (or none: one is made)")
 
-    async def _take_thread(self, options: RunOptions, memory: Any) -> None:
+    async def _take_thread(self, options: RunOptions, memory: Memory | None) -> None:
         assert memory is not None and options.memory is not None
         target = options.memory
         started = await memory.store.start_run(
@@ -257,7 +259,7 @@ class Agent:
         plan.scorers = await _per_run(self.scorers, context, _check_scorers)
         return plan
 
-    async def _resolve_model(self, context: RequestContext) -> Any:
+    async def _resolve_model(self, context: RequestContext) -> LanguageModel:
         spec = self.model
         if callable(spec) and not hasattr(spec, "stream"):
             spec = await maybe_await(spec(context))
@@ -408,14 +410,14 @@ class Agent:
     async def clear_editor_overrides(self) -> None:
         await self._overrides_store().set_agent_overrides(self.id, None)
 
-    def _overrides_store(self) -> Any:
+    def _overrides_store(self) -> Store:
         if self.memory is None:
             raise ConfigError(
                 "stored editor overrides live in the memory's store: Agent(memory=Memory(...))"
             )
         return self.memory.store
 
-    async def _stored_overrides(self, memory: Any) -> dict[str, Any]:
+    async def _stored_overrides(self, memory: Memory | None) -> dict[str, Any]:
         """What is stored for this agent, narrowed to what ``editor=`` allows now."""
         if memory is None or self.editor is False:
             return {}
@@ -503,7 +505,7 @@ class Agent:
         return aborted
 
 
-def _check_tools(tools: Any) -> Any:
+def _check_tools(tools: object) -> Any:
     if tools is None:
         return {}
     given = as_mapping(tools)
@@ -572,7 +574,7 @@ async def _per_run(value: Any, context: RequestContext, check: Callable[[Any], A
         raise type(error)(note) from None
 
 
-def _check_metadata(metadata: Any) -> dict[str, Any]:
+def _check_metadata(metadata: object) -> dict[str, Any]:
     if metadata is None:
         return {}
     given = as_mapping(metadata)
@@ -581,7 +583,7 @@ def _check_metadata(metadata: Any) -> dict[str, Any]:
     return dict(given)
 
 
-def _check_workflows(workflows: Any) -> dict[str, Any]:
+def _check_workflows(workflows: object) -> dict[str, Any]:
     if workflows is None:
         return {}
     given = as_mapping(workflows)
@@ -592,7 +594,7 @@ def _check_workflows(workflows: Any) -> dict[str, Any]:
     return dict(given)
 
 
-def _check_scorers(scorers: Any) -> dict[str, Any]:
+def _check_scorers(scorers: object) -> dict[str, Any]:
     if scorers is None:
         return {}
     given = as_mapping(scorers)
@@ -601,7 +603,7 @@ def _check_scorers(scorers: Any) -> dict[str, Any]:
     return dict(given)
 
 
-def _check_default_options(options: Any) -> dict[str, Any]:
+def _check_default_options(options: object) -> dict[str, Any]:
     options = as_dict(options, "default_options")
     try:
         parse_run_options({}, options, {})  # bad defaults fail now, not at some later call
@@ -610,21 +612,21 @@ def _check_default_options(options: Any) -> dict[str, Any]:
     return options
 
 
-def _input_processors(processors: Any) -> list[Any]:
+def _input_processors(processors: object) -> list[Any]:
     return check_processors(processors, "input_processors")
 
 
-def _output_processors(processors: Any) -> list[Any]:
+def _output_processors(processors: object) -> list[Any]:
     return check_processors(processors, "output_processors")
 
 
-def _check_memory_result(memory: Any) -> Any:
+def _check_memory_result(memory: object) -> Memory | None:
     if memory is None:
         return None
     return _check_memory(memory)
 
 
-def _check_agents(agents: Any) -> dict[str, Agent]:
+def _check_agents(agents: object) -> dict[str, Agent]:
     if agents is None:
         return {}
     given = as_mapping(agents)
@@ -644,7 +646,7 @@ def _check_memory(memory: Any) -> Memory | None:
     return cast("Memory", memory)  # a Memory, or an object that acts as one
 
 
-def _check_context_schema(schema: Any) -> ContextSchema:
+def _check_context_schema(schema: object) -> ContextSchema:
     if schema is None:
         return None
     if isinstance(schema, dict):
@@ -654,7 +656,7 @@ def _check_context_schema(schema: Any) -> ContextSchema:
     raise ConfigError("request_context_schema must be a pydantic model class or a JSON schema")
 
 
-def _check_editor(editor: Any) -> Literal[False] | dict[str, Any]:
+def _check_editor(editor: object) -> Literal[False] | dict[str, Any]:
     if editor is None:
         return {"instructions": True, "tools": True}  # the reference's default
     if editor is False:
@@ -670,7 +672,7 @@ def _check_editor(editor: Any) -> Literal[False] | dict[str, Any]:
 _CODE_OWNED = ("id", "name", "model")
 
 
-def _without_code_owned(overrides: Any) -> dict[str, Any]:
+def _without_code_owned(overrides: object) -> dict[str, Any]:
     """An editor's overrides without the code-owned fields (the reference drops them)."""
     given = as_mapping(overrides)
     if given is None:

@@ -30,7 +30,7 @@ ROLES = ("user", "assistant", "system")
 _PART_TYPES = ("text", "image_url", "file", "input_audio")
 
 
-def input_messages(messages: Any) -> list[dict[str, Any]]:
+def input_messages(messages: object) -> list[dict[str, Any]]:
     """What the caller passed → ``{"role", "content"}`` messages, each checked."""
     if messages is None:
         return []
@@ -47,7 +47,7 @@ def input_messages(messages: Any) -> list[dict[str, Any]]:
     return [_one_message(message, index) for index, message in enumerate(items)]
 
 
-def _one_message(given: Any, index: int) -> dict[str, Any]:
+def _one_message(given: object, index: int) -> dict[str, Any]:
     where = f"messages[{index}]"
     if isinstance(given, str):
         check_text(given, where)
@@ -66,7 +66,7 @@ def _one_message(given: Any, index: int) -> dict[str, Any]:
     return entry
 
 
-def _content(content: Any, where: str) -> str | list[dict[str, Any]]:
+def _content(content: object, where: str) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         check_text(content, where)
         return content
@@ -85,7 +85,7 @@ def _content(content: Any, where: str) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _part(given: Any, where: str) -> dict[str, Any]:
+def _part(given: object, where: str) -> dict[str, Any]:
     part = as_mapping(given)
     if part is None or part.get("type") not in _PART_TYPES:
         raise ConfigError(f"{where} must be a part dict with type one of {', '.join(_PART_TYPES)}")
@@ -112,14 +112,14 @@ def model_input(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "content": parts}  # provider_options stay with the message
 
 
-def check_run_id(run_id: Any) -> str:
+def check_run_id(run_id: object) -> str:
     """A caller's ``run_id``: a non-empty string within the id limits."""
     if not isinstance(run_id, str) or not run_id.strip():
         raise ConfigError(f"run_id must be a non-empty string, got {run_id!r}")
     return check_id(run_id, "run_id")
 
 
-def check_memory_target(resource_id: str, thread_id: str, metadata: Any) -> None:
+def check_memory_target(resource_id: str, thread_id: str, metadata: object) -> None:
     """The ids and thread metadata of a ``memory=`` option, within the limits."""
     check_id(resource_id, "memory resource")
     check_id(thread_id, "memory thread")

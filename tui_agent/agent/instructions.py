@@ -15,7 +15,7 @@ FORMS = (
 )
 
 
-def check_instructions(instructions: Any) -> None:
+def check_instructions(instructions: object) -> None:
     """Construction-time check (a callable is checked when it is called)."""
     if instructions is None:
         raise ConfigError(f"Agent needs instructions: {FORMS}")
@@ -29,13 +29,13 @@ async def resolve_instructions(instructions: Any, request_context: Any) -> list[
     return to_system_messages(instructions)
 
 
-def to_system_messages(instructions: Any) -> list[dict[str, Any]]:
+def to_system_messages(instructions: object) -> list[dict[str, Any]]:
     given = as_items(instructions)
     items = [instructions] if given is None else given
     return [_system_message(item, index) for index, item in enumerate(items)]
 
 
-def _system_message(item: Any, index: int) -> dict[str, Any]:
+def _system_message(item: object, index: int) -> dict[str, Any]:
     if isinstance(item, str):
         return {"role": "system", "content": item}
     if isinstance(item, dict):

@@ -83,7 +83,7 @@ def parse_run_options(
     return parsed
 
 
-def parse_memory_option(memory: Any) -> MemoryTarget | None:
+def parse_memory_option(memory: object) -> MemoryTarget | None:
     if memory is None:
         return None
     memory = as_dict(memory, "memory")
@@ -109,7 +109,7 @@ def parse_memory_option(memory: Any) -> MemoryTarget | None:
                         cast("dict[str, Any] | None", metadata))
 
 
-def parse_hooks(hooks: Any) -> dict[str, Any]:
+def parse_hooks(hooks: object) -> dict[str, Any]:
     hooks = as_dict(hooks, "hooks")
     unknown = set(hooks) - HOOK_NAMES
     if unknown:
@@ -123,7 +123,7 @@ def parse_hooks(hooks: Any) -> dict[str, Any]:
     return parsed
 
 
-def _instructions(value: Any) -> Any:
+def _instructions(value: object) -> Any:
     if value is None:
         return None
     try:
@@ -133,7 +133,7 @@ def _instructions(value: Any) -> Any:
     return value
 
 
-def _tools_override(value: Any) -> Any:
+def _tools_override(value: object) -> Any:
     """``{name: tool}`` or a callable of the request context (checked when called)."""
     if value is None or (callable(value) and not isinstance(value, dict)):
         return value
@@ -149,13 +149,13 @@ def _tools_override(value: Any) -> Any:
     return dict(tools)
 
 
-def _max_steps(value: Any) -> int:
+def _max_steps(value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigError(f"max_steps must be a positive integer, got {value!r}")
     return value
 
 
-def _tool_choice(value: Any) -> Any:
+def _tool_choice(value: object) -> Any:
     if isinstance(value, str) and value in TOOL_CHOICES:
         return value
     choice = as_given_dict(value)

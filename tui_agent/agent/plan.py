@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from tui_agent.agent.options import RunOptions
     from tui_agent.agent.ports import RunHost, RunMemory
     from tui_agent.agent.result import GenerateResult
+    from tui_agent.memory import Memory
     from tui_agent.models.base import LanguageModel
     from tui_agent.tools import Tool
 
@@ -27,7 +28,7 @@ class RunPlan:
     options: RunOptions
     input_messages: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     # The agent's options that may be functions of the request context, resolved for this run.
-    memory: RunMemory | None = None
+    memory: Memory | None = None  # the agent's, or its memory function's for this run
     metadata: dict[str, Any] = field(default_factory=dict[str, Any])
     input_processors: list[Any] = field(default_factory=list[Any])  # the user's objects
     output_processors: list[Any] = field(default_factory=list[Any])

@@ -40,7 +40,7 @@ class ProcessorContext:
         raise ProcessorError(f"processor {self.processor!r} rejected the run: {reason}")
 
 
-def processor_name(processor: Any) -> str:
+def processor_name(processor: object) -> str:
     return str(
         getattr(processor, "id", None)
         or getattr(processor, "name", None)
@@ -48,7 +48,7 @@ def processor_name(processor: Any) -> str:
     )
 
 
-def check_processors(processors: Any, what: str) -> list[Any]:
+def check_processors(processors: object, what: str) -> list[Any]:
     if processors is None:
         return []
     given = as_items(processors)

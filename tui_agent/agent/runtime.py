@@ -6,7 +6,9 @@ run), the lease owner id this process writes into the store, and the notificatio
 handle. Routing, subscriptions, the dispatcher and the CLI reach the agent's runs only through
 this public interface — never through the agent's private members (ruff ``SLF001``, on for the
 package). Each agent, and each copy of one (``apply_editor_overrides``), has its own runtime, so
-closing a copy never stops the original's work (tests/test_agent_runtime.py).
+closing a copy never stops the original's work (tests/test_agent_runtime.py). It reads its agent
+as :class:`~tui_agent.agent.ports.AgentCore` and is, for each run it starts, the run's
+:class:`~tui_agent.agent.ports.RunHost`.
 
 It also rescues stranded signals: once a second, signals that wait on a thread with no live run
 (its owner was killed, or exited with a message queued) are taken over by a new run here, so

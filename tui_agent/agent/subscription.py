@@ -6,8 +6,8 @@ ChangeFeed`, one per store object however many subscribe), after which each subs
 its own thread past its cursor. A subscriber that joins mid-run starts at that run's ``start``
 event; finished runs are not replayed.
 
-It lives above the agent: ``abort()`` finds a run of this process through the agent's
-:class:`~tui_agent.agent.runtime.ThreadRuntime`. Tested by tests/test_signals_routing.py and
+It takes the agent as :class:`~tui_agent.agent.ports.AgentCore`: ``abort()`` finds a run of this
+process through the agent's runtime. Tested by tests/test_signals_routing.py and
 tests/test_run_end.py; the shared poller by tests/test_change_feed.py.
 """
 

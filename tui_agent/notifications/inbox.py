@@ -112,7 +112,7 @@ def _optional_key(raw: Mapping[str, Any], key: str) -> str | None:
     return value if value is None else check_str(value, f"notification {key!r}")
 
 
-def _check_json(value: Any, what: str) -> Any:
+def _check_json(value: object, what: str) -> Any:
     import json
 
     try:
@@ -126,7 +126,7 @@ def _check_json(value: Any, what: str) -> Any:
     return value
 
 
-def validate_notification(value: Any) -> dict[str, Any]:
+def validate_notification(value: object) -> dict[str, Any]:
     """The notification's fields, checked; a clear SignalError names the first problem."""
     raw = as_mapping(value)
     if raw is None:
@@ -221,9 +221,9 @@ async def _thread_state(store: Store, thread_id: str) -> str:
     return "active" if await store.active_run(thread_id) is not None else "idle"
 
 
-async def _resolve_target(store: Store, run_id: Any, resource_id: Any, thread_id: Any) -> tuple[
-    str, str
-]:
+async def _resolve_target(
+    store: Store, run_id: object, resource_id: object, thread_id: object
+) -> tuple[str, str]:
     target = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
     if target.thread_id is not None:
         return str(target.resource_id), target.thread_id
@@ -345,7 +345,7 @@ async def send_notification_signal(
     return results if listed else results[0]
 
 
-def _stream_options_only(if_idle: Any) -> dict[str, Any]:
+def _stream_options_only(if_idle: object) -> dict[str, Any]:
     """The reference's notification ``if_idle`` has ``stream_options`` only: whether a
     notification wakes, persists or waits is the delivery policy's decision, so a behavior or
     attributes here are refused rather than dropped."""

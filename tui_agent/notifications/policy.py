@@ -64,7 +64,7 @@ class Decision(BaseModel):
         return getattr(self, key, default)
 
 
-def parse_decision(value: Any, where: str) -> Decision:
+def parse_decision(value: object, where: str) -> Decision:
     """A decision from an action string, a dict or a Decision; unknown actions name themselves."""
     if isinstance(value, Decision):
         return value
@@ -111,7 +111,7 @@ class NotificationsConfig(BaseModel):
     dispatch_interval_s: float = 1.0
 
 
-def _parse_entries(raw: Any, where: str, keys: tuple[str, ...] | None) -> dict[str, Decision]:
+def _parse_entries(raw: object, where: str, keys: tuple[str, ...] | None) -> dict[str, Decision]:
     if raw is None:
         return {}
     given = as_mapping(raw)
@@ -125,7 +125,7 @@ def _parse_entries(raw: Any, where: str, keys: tuple[str, ...] | None) -> dict[s
     return out
 
 
-def parse_delivery_policy(raw: Any) -> DeliveryPolicy:
+def parse_delivery_policy(raw: object) -> DeliveryPolicy:
     if raw is None:
         return DeliveryPolicy()
     if isinstance(raw, DeliveryPolicy):
@@ -156,7 +156,7 @@ def parse_delivery_policy(raw: Any) -> DeliveryPolicy:
     )
 
 
-def parse_notifications_config(raw: Any) -> NotificationsConfig:
+def parse_notifications_config(raw: object) -> NotificationsConfig:
     """The agent's ``notifications=`` argument (None, a dict or a NotificationsConfig)."""
     if raw is None:
         return NotificationsConfig()

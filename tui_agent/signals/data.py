@@ -312,7 +312,7 @@ def checked_signal(fields: dict[str, Any]) -> Signal:
 # -- normalisation --------------------------------------------------------------------------------
 
 
-def normalize_message(message: Any) -> Signal:
+def normalize_message(message: object) -> Signal:
     """A user message from a string, a parts list, a ``{"contents", ...}`` dict, or a Signal."""
     if isinstance(message, Signal):
         if message.type != "user":
@@ -323,7 +323,7 @@ def normalize_message(message: Any) -> Signal:
         return message
     if type(message) is str:  # most of what is sent
         return plain_message(message)
-    if isinstance(message, (str, list, tuple)):
+    if isinstance(message, str) or as_items(message) is not None:
         return checked_signal({"type": "user", "contents": check_contents(message)})
     given = as_mapping(message)
     if given is not None:
@@ -352,9 +352,9 @@ def _common_fields(d: Mapping[str, Any], what: str) -> dict[str, Any]:
     }
 
 
-def _resolve_type(raw_type: Any, tag_name: Any) -> tuple[str, Any]:
+def _resolve_type(raw_type: object, tag_name: object) -> tuple[str, object]:
     """Map legacy types; reject unknown ones with a hint to use tag_name."""
-    if raw_type in SIGNAL_TYPES:
+    if isinstance(raw_type, str) and raw_type in SIGNAL_TYPES:
         return raw_type, tag_name
     if isinstance(raw_type, str) and raw_type in LEGACY_TYPES:
         new_type, legacy_tag = LEGACY_TYPES[raw_type]
@@ -371,7 +371,7 @@ def _resolve_type(raw_type: Any, tag_name: Any) -> tuple[str, Any]:
     )
 
 
-def normalize_signal(signal: Any) -> Signal:
+def normalize_signal(signal: object) -> Signal:
     """A Signal from a ``{"type", "tag_name", "contents", ...}`` dict or a Signal.
 
     Legacy ``user-message`` becomes ``user``; ``system-reminder`` becomes ``reactive`` with tag
@@ -452,12 +452,12 @@ def _parse_branch(
         raise _from_validation_error(exc, name) from None
 
 
-def parse_if_active(value: Any) -> IfActive:
+def parse_if_active(value: object) -> IfActive:
     """``if_active`` from None (defaults: deliver), a dict or an IfActive."""
     return _parse_branch(value, IfActive, "if_active", ACTIVE_BEHAVIORS)
 
 
-def parse_if_idle(value: Any) -> IfIdle:
+def parse_if_idle(value: object) -> IfIdle:
     """``if_idle`` from None (defaults: wake), a dict or an IfIdle."""
     return _parse_branch(value, IfIdle, "if_idle", IDLE_BEHAVIORS)
 
@@ -476,7 +476,7 @@ class Target(BaseModel):
         return self.thread_id is not None
 
 
-def _check_id(value: Any, name: str) -> str | None:
+def _check_id(value: object, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
@@ -516,7 +516,7 @@ def parse_target(
 _ID_TYPES = (str, type(None))  # exactly: a str subclass may hash or compare differently
 
 
-def _parse_target(run_id: Any, resource_id: Any, thread_id: Any) -> Target:
+def _parse_target(run_id: object, resource_id: object, thread_id: object) -> Target:
     run_id = _check_id(run_id, "run_id")
     resource_id = _check_id(resource_id, "resource_id")
     thread_id = _check_id(thread_id, "thread_id")

@@ -106,7 +106,7 @@ def check_id(value: str, where: str) -> str:
     return value
 
 
-def check_json_value(value: Any, where: str, depth: int = 0) -> None:
+def check_json_value(value: object, where: str, depth: int = 0) -> None:
     """``value`` can be stored as JSON and read back the same: strings (valid Unicode), finite
     numbers, booleans, None, lists/tuples and dicts with string keys, within the limits."""
     if value is None or isinstance(value, bool):
@@ -122,7 +122,8 @@ def check_json_value(value: Any, where: str, depth: int = 0) -> None:
             raise SignalError(f"{where} is {value!r}: numbers must be finite to be stored as JSON")
         return
     if isinstance(value, (list, tuple, Mapping)):
-        _check_container(value, where, depth)
+        _check_container(cast("list[Any] | tuple[Any, ...] | Mapping[Any, Any]", value), where,
+                         depth)
         return
     raise SignalError(
         f"{where} has unsupported type {type(value).__name__} (no JSON form): use strings, "
@@ -130,14 +131,15 @@ def check_json_value(value: Any, where: str, depth: int = 0) -> None:
     )
 
 
-def _check_container(value: Any, where: str, depth: int) -> None:
+def _check_container(
+    value: list[Any] | tuple[Any, ...] | Mapping[Any, Any], where: str, depth: int
+) -> None:
     bound = input_limits().max_depth
     if depth >= bound:
         top = where.split("[", 1)[0]  # the field, not a path as deep as the nesting
         raise SignalError(f"{top} is nested deeper than {bound} levels (setting max_depth)")
-    mapping = as_mapping(value)
-    if mapping is not None:
-        for key, item in mapping.items():
+    if isinstance(value, Mapping):
+        for key, item in value.items():
             if not isinstance(key, str):
                 raise SignalError(f"{where} has a non-string key {key!r}")
             check_str(key, f"{where} key {key!r}")
@@ -170,7 +172,7 @@ def check_limit(value: object, name: str) -> int:
 # -- names, attributes, contents ------------------------------------------------------------------
 
 
-def check_name(name: Any, what: str, where: str = "") -> str:
+def check_name(name: object, what: str, where: str = "") -> str:
     """Return ``name`` if it is a valid XML tag/attribute name for the model, else raise."""
     suffix = f" in {where}" if where else ""
     if not isinstance(name, str):
@@ -182,7 +184,7 @@ def check_name(name: Any, what: str, where: str = "") -> str:
     return name
 
 
-def _check_attribute_value(value: Any, where: str, limits: InputLimits) -> None:
+def _check_attribute_value(value: object, where: str, limits: InputLimits) -> None:
     check_json_value(value, where)
     if isinstance(value, str):
         size = len(value) if value.isascii() else len(value.encode("utf-8"))
@@ -197,7 +199,7 @@ def _check_attribute_value(value: Any, where: str, limits: InputLimits) -> None:
         )
 
 
-def check_attributes(attributes: Any, what: str = "attributes") -> dict[str, Any]:
+def check_attributes(attributes: object, what: str = "attributes") -> dict[str, Any]:
     """Validate attribute names and values; return a new dict in the same order."""
     if attributes is None:
         return {}
@@ -238,7 +240,7 @@ def unknown_keys_error(
     )
 
 
-def _check_part(value: Any, where: str) -> dict[str, Any]:
+def _check_part(value: object, where: str) -> dict[str, Any]:
     part = as_mapping(value)
     if part is None:
         raise SignalError(f"{where} must be a dict part, got {type(value).__name__}")
@@ -277,7 +279,7 @@ def _check_file_part(part: Mapping[Any, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def check_contents(contents: Any, what: str = "contents") -> str | list[dict[str, Any]]:
+def check_contents(contents: object, what: str = "contents") -> str | list[dict[str, Any]]:
     """Contents are a string or a list of text/file parts; their text within max_text_bytes."""
     if isinstance(contents, str):
         check_text(contents, what)
@@ -306,7 +308,7 @@ def _check_total_text(parts: list[dict[str, Any]], what: str) -> None:
         )
 
 
-def check_json_object(value: Any, what: str) -> dict[str, Any]:
+def check_json_object(value: object, what: str) -> dict[str, Any]:
     """A dict that can be stored as JSON (see ``check_json_value``), as a new dict."""
     if value is None:
         return {}
