@@ -2,17 +2,17 @@
 
 The call reads the input into a checked Signal in one pass (``tui_agent.signals``: a bad signal
 raises and nothing is stored), returns a receipt, and routes in the background, handing the
-store one record per branch (``signals.stored.signal_in``): the decision — deliver into the live run, wake a new
-run, persist, discard — is taken inside one store transaction, so it holds across processes.
-A send to a named thread queues its decision at once, with no task of its own: a burst of sends
-shares the store's next group commit, and each receipt resolves once its signal is committed,
-all of a group's receipts in one pass of the store's writer (tests/test_group_commit.py). A
-plain text message (the common send) is routed as its text, id and time (``PlainText``): its
-Signal is built only if ``receipt.signal`` is asked for, and what is stored is its data's JSON,
-written without pydantic or a JSON encoder (``signals.stored.plain_text_in``); tests/test_signal_fast_path.py proves it gives
-exactly the general path's signal, model message and stored rows. The store keeps the data
-only (the model message is rendered from it when read: a message is stored once,
-tests/test_store_once.py).
+store one record per branch (``signals.stored.signal_in``): the decision — deliver into the
+live run, wake a new run, persist, discard — is taken inside one store transaction, so it
+holds across processes. A send to a named thread queues its decision at once, with no task of
+its own: a burst of sends shares the store's next group commit, and each receipt resolves once
+its signal is committed, all of a group's receipts in one pass of the store's writer
+(tests/test_group_commit.py). A plain text message (the common send) is routed as its text, id
+and time (``PlainText``): its Signal is built only if ``receipt.signal`` is asked for, and what
+is stored is its data's JSON, written without pydantic or a JSON encoder
+(``signals.stored.plain_text_in``); tests/test_signal_fast_path.py proves it gives exactly the
+general path's signal, model message and stored rows. The store keeps the data only (the model
+message is rendered from it when read: a message is stored once, tests/test_store_once.py).
 
 It takes the agent as :class:`~tui_agent.agent.ports.AgentCore` (it spawns and starts runs
 through the agent's runtime); ``tui_agent.signals`` holds the signal data, its rendering and
