@@ -9,6 +9,8 @@ A new top-level module or package must be given a layer here.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -181,3 +183,27 @@ def test_the_check_sees_function_local_and_relative_imports(tmp_path: Path) -> N
 def test_the_cycle_check_finds_a_circle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert cycles(graph) == [{"a", "b", "c"}]
+
+
+def test_the_store_renders_no_signal_itself() -> None:
+    """The store keeps rows and renders nothing (issue 25): loaded alone it has no renderer for
+    a stored signal, and says which layer renders one; once ``tui_agent.signals`` is loaded,
+    the same data renders as that layer renders it."""
+    script = (
+        "import sys\n"
+        "from tui_agent.errors import StoreError\n"
+        "from tui_agent.store import records\n"
+        "assert 'tui_agent.signals' not in sys.modules\n"
+        "data = {'type': 'user', 'contents': '<b>', 'attributes': {}, 'provider_options': {}}\n"
+        "try:\n"
+        "    records.model_message_of(data)\n"
+        "except StoreError as error:\n"
+        "    print('refused:', error)\n"
+        "import tui_agent.signals\n"
+        "print('rendered:', records.model_message_of(data))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=30, check=True)
+    refused, rendered = done.stdout.splitlines()
+    assert refused.startswith("refused: ") and "tui_agent.signals" in refused
+    assert rendered == "rendered: {'role': 'user', 'content': '&lt;b>'}"
