@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from tui_agent.agent.output import AgentOutput
     from tui_agent.memory import Memory
-    from tui_agent.notifications.dispatcher import NotificationDispatcher
+    from tui_agent.notifications.ports import DispatcherHandle
     from tui_agent.store.records import EventIn, FinishOutcome, MessageIn
 
 
@@ -109,7 +109,7 @@ class LocalRun(Protocol):
 class AgentRuntime(Protocol):
     """An agent's runtime, as routing and subscriptions use it (``runtime.ThreadRuntime``)."""
 
-    dispatcher: NotificationDispatcher | None
+    dispatcher: DispatcherHandle | None
 
     @property
     def owner(self) -> str: ...

@@ -2,7 +2,7 @@
 
 The call reads the input into a checked Signal in one pass (``tui_agent.signals``: a bad signal
 raises and nothing is stored), returns a receipt, and routes in the background, handing the
-store one record per branch (``signals.stored.signal_in``): the decision — deliver into the
+store the record of each branch (``signals.stored.branch_records``): the decision — deliver into the
 live run, wake a new run, persist, discard — is taken inside one store transaction, so it
 holds across processes. A send to a named thread queues its decision at once, with no task of
 its own: a burst of sends shares the store's next group commit, and each receipt resolves once
@@ -10,7 +10,7 @@ its signal is committed, all of a group's receipts in one pass of the store's wr
 (tests/test_group_commit.py). A plain text message (the common send) is routed as its text, id
 and time (``PlainText``): its Signal is built only if ``receipt.signal`` is asked for, and what
 is stored is its data's JSON, written without pydantic or a JSON encoder
-(``signals.stored.plain_text_in``); tests/test_signal_fast_path.py proves it gives exactly the
+(``signals.stored.branch_records``); tests/test_signal_fast_path.py proves it gives exactly the
 general path's signal, model message and stored rows. The store keeps the data only (the model
 message is rendered from it when read: a message is stored once, tests/test_store_once.py).
 
@@ -41,8 +41,8 @@ from tui_agent.signals.data import (
     parse_if_idle,
     parse_target,
 )
-from tui_agent.signals.stored import plain_text_in, signal_in
-from tui_agent.store.records import RouteResult, SignalIn
+from tui_agent.signals.stored import branch_records, signal_in
+from tui_agent.store.records import RouteResult
 
 # The branches of a send that names none (almost every send): parsed once, never mutated.
 _DEFAULT_ACTIVE, _DEFAULT_IDLE = parse_if_active(None), parse_if_idle(None)
@@ -173,12 +173,9 @@ def _route_now(
     assert agent.memory is not None
     assert target.resource_id is not None and target.thread_id is not None
     agent.runtime.track(receipt.accepted)  # close() waits for it, as for a routing task
-    if type(sent) is PlainText and not active.attributes and not idle.attributes:
-        when_active = when_idle = plain_text_in(sent.id, "user", sent.text, sent.created_json)
-    else:
-        signal = receipt.signal
-        when_active = signal_in(signal, active.attributes)
-        when_idle = _idle_form(signal, active, idle, when_active)
+    if type(sent) is not PlainText or active.attributes or idle.attributes:
+        sent = receipt.signal  # built now (and kept by the receipt): a branch needs it
+    when_active, when_idle = branch_records(sent, active.attributes, idle.attributes)
     agent.memory.store.route_signal_then(  # keywords spelled out: no dict per signal
         partial(_on_routed, agent, target, idle, receipt),
         target.thread_id,
@@ -272,7 +269,7 @@ def _submit_route(
     queue: bool,
 ) -> asyncio.Future[RouteResult]:
     assert agent.memory is not None
-    when_active = signal_in(signal, active.attributes)
+    when_active, when_idle = branch_records(signal, active.attributes, idle.attributes)
     return agent.memory.store.route_signal_soon(
         thread_id,
         resource_id,
@@ -283,16 +280,8 @@ def _submit_route(
         owner=agent.runtime.owner,
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
-        echo_when_idle=_idle_form(signal, active, idle, when_active),
+        echo_when_idle=when_idle,
     )
-
-
-def _idle_form(signal: Signal, active: IfActive, idle: IfIdle, when_active: SignalIn) -> SignalIn:
-    """The signal as the idle branch stores it: the active branch's form when their attributes
-    are the same (the default), so it is rendered once."""
-    if active.attributes == idle.attributes:
-        return when_active
-    return signal_in(signal, idle.attributes)
 
 
 def _decision(agent: AgentCore, result: RouteResult) -> dict[str, Any]:

@@ -31,11 +31,8 @@ from tui_agent.agent.plan import RunDeps, RunPlan
 from tui_agent.agent.ports import AgentCore
 from tui_agent.agent.run import Run
 from tui_agent.events import ERROR
-from tui_agent.notifications.dispatcher import (
-    NotificationDispatcher,
-    ensure_dispatcher,
-    stop_dispatcher,
-)
+from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
+from tui_agent.notifications.ports import DispatcherHandle
 from tui_agent.store.records import EventIn
 
 # One lease owner per process: a run's lease names the process that runs it.
@@ -74,7 +71,7 @@ class ThreadRuntime:
         self._prune_tracked_at = _FIRST_PRUNE  # see track
         #: The notification dispatcher running for this agent in this process, if any: set and
         #: stopped by :mod:`tui_agent.notifications.dispatcher`.
-        self.dispatcher: NotificationDispatcher | None = None
+        self.dispatcher: DispatcherHandle | None = None
         self._rescuer: asyncio.Task[None] | None = None  # see rescue_stranded
 
     @property

@@ -184,8 +184,8 @@ def ensure_dispatcher(agent: NotifyingAgent) -> NotificationDispatcher | None:
     except RuntimeError:
         return None
     runtime = agent.runtime
-    current: NotificationDispatcher | None = runtime.dispatcher
-    if current is not None and current.running_in(loop):
+    current = runtime.dispatcher
+    if isinstance(current, NotificationDispatcher) and current.running_in(loop):
         return current
     dispatcher = NotificationDispatcher(agent)
     dispatcher.start()
@@ -195,6 +195,6 @@ def ensure_dispatcher(agent: NotifyingAgent) -> NotificationDispatcher | None:
 
 async def stop_dispatcher(agent: NotifyingAgent) -> None:
     """Stop the agent's dispatcher, if it runs, and wait for its current pass to end."""
-    dispatcher: NotificationDispatcher | None = agent.runtime.dispatcher
+    dispatcher = agent.runtime.dispatcher
     if dispatcher is not None:
         await dispatcher.stop_and_wait()

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -323,10 +323,11 @@ def normalize_message(message: object) -> Signal:
         return message
     if type(message) is str:  # most of what is sent
         return plain_message(message)
-    if isinstance(message, str) or as_items(message) is not None:
-        return checked_signal({"type": "user", "contents": check_contents(message)})
-    given = as_mapping(message)
-    if given is not None:
+    if isinstance(message, str | list | tuple):
+        contents = check_contents(cast(object, message))  # checked there, part by part
+        return checked_signal({"type": "user", "contents": contents})
+    if isinstance(message, Mapping):
+        given = cast("Mapping[Any, Any]", message)  # the caller's: its keys checked next
         keys: set[str] = set(given)
         if keys - _MESSAGE_KEYS:
             extra = keys - _MESSAGE_KEYS
@@ -380,10 +381,9 @@ def normalize_signal(signal: object) -> Signal:
     """
     if isinstance(signal, Signal):
         return signal
-    given = as_mapping(signal)
-    if given is None:
+    if not isinstance(signal, Mapping):
         raise SignalError(f"signal must be a dict or a Signal, got {type(signal).__name__}")
-    signal = given
+    signal = cast("Mapping[Any, Any]", signal)  # the caller's: its keys checked next
     keys: set[str] = set(signal)
     if keys - _SIGNAL_KEYS:
         raise unknown_keys_error(keys - _SIGNAL_KEYS, _SIGNAL_KEYS, "signal")

@@ -15,12 +15,28 @@ from datetime import UTC
 from json import encoder as json_encoder
 from typing import Any
 
-from tui_agent.signals.data import Signal
+from tui_agent.signals.data import PlainText, Signal
 from tui_agent.signals.elements import merge_checked, model_message, neutralize_markup
 from tui_agent.store.records import SignalIn, install_signal_renderer
 
 # json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
 _json_str = json_encoder.encode_basestring
+
+
+def branch_records(
+    sent: Signal | PlainText, active_attributes: dict[str, Any], idle_attributes: dict[str, Any]
+) -> tuple[SignalIn, SignalIn]:
+    """What the store keeps of a routed signal on each branch (if the thread is active, if it
+    is idle): one record when the branches' attributes are the same (the default), so it is
+    built once. A ``PlainText`` (only for branches without attributes) is written as its JSON
+    without a Signal (:func:`plain_text_in`)."""
+    if isinstance(sent, PlainText):
+        record = plain_text_in(sent.id, "user", sent.text, sent.created_json)
+        return record, record
+    when_active = signal_in(sent, active_attributes)
+    if active_attributes == idle_attributes:
+        return when_active, when_active
+    return when_active, signal_in(sent, idle_attributes)
 
 
 def signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
