@@ -361,6 +361,18 @@ def test_editor_false_locks_the_agent() -> None:
         locked.apply_editor_overrides({"tools": {}})
 
 
+def test_editor_false_gives_a_plain_copy_for_nothing_to_edit() -> None:
+    """A locked agent's permission is never read as a dict (agent.py read ``.get`` on what can
+    be False): nothing editable given (only code-owned fields, dropped) is a plain copy."""
+    locked = agent(editor=False, tools={"echo": echo_tool()})
+    for overrides in ({}, {"id": "other", "name": "other", "model": "other"}):
+        copied = locked.apply_editor_overrides(overrides)
+        assert copied is not locked and copied.runtime is not locked.runtime
+        assert (copied.id, copied.name, copied.instructions, copied.tools) == (
+            locked.id, locked.name, locked.instructions, locked.tools)
+        assert copied.editor is False
+
+
 def test_editor_allows_only_what_it_names() -> None:
     only_instructions = agent(editor={"instructions": True}, tools={"echo": echo_tool()})
     assert only_instructions.apply_editor_overrides({"instructions": "x"}).instructions == "x"

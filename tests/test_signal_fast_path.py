@@ -19,10 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui_agent.agent.router import is_plain_text, plain_signal_in, signal_in, signal_in_general
 from tui_agent.errors import SignalError
 from tui_agent.signals.data import (
-    NAME_PATTERN,
     PlainText,
     Signal,
     build_signal,
@@ -30,10 +28,17 @@ from tui_agent.signals.data import (
     plain_message,
 )
 from tui_agent.signals.elements import to_model_message
-from tui_agent.signals.limits import InputLimits, input_limits, set_input_limits
+from tui_agent.signals.limits import NAME_PATTERN, InputLimits, input_limits, set_input_limits
+from tui_agent.signals.stored import (
+    is_plain_text,
+    model_message_of,
+    plain_signal_in,
+    signal_in,
+    signal_in_general,
+)
 from tui_agent.store import txn
 from tui_agent.store.codec import dumps
-from tui_agent.store.records import SignalIn, model_message_of
+from tui_agent.store.records import SignalIn
 
 # Text the renderer and the JSON encoder treat specially, mixed with anything at all.
 TRICKY = st.sampled_from(

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tui_agent.errors import SignalError
 from tui_agent.signals import (
@@ -21,6 +23,7 @@ from tui_agent.signals import (
     parse_if_idle,
     parse_target,
 )
+from tui_agent.signals.data import build_signal
 
 # -- normalize_message ----------------------------------------------------------------------------
 
@@ -288,3 +291,47 @@ def test_targets() -> None:
 def test_bad_targets(kwargs: dict, match: str) -> None:
     with pytest.raises(SignalError, match=match):
         parse_target(**kwargs)
+
+
+# -- one pass: normalize_* check each value once, then build without a second validation --------
+
+_ATTRS = st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,5}", fullmatch=True),
+                         st.one_of(st.integers(), st.text(max_size=8), st.booleans()), max_size=3)
+_PARTS = st.lists(st.builds(lambda t: {"type": "text", "text": t}, st.text(max_size=8)),
+                  min_size=1, max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    contents=st.one_of(st.text(max_size=12), _PARTS),
+    attributes=_ATTRS,
+    metadata=st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+    signal_type=st.sampled_from(["user", "state", "reactive", "notification"]),
+    tag=st.one_of(st.none(), st.sampled_from(["note", "user", "x.y-z"])),
+)
+def test_the_one_pass_signal_is_the_one_pydantic_validates(
+    contents: Any, attributes: dict[str, Any], metadata: dict[str, Any], signal_type: str,
+    tag: str | None,
+) -> None:
+    """``normalize_signal`` checks each value where it reads it and builds the Signal without
+    pydantic's second pass: the result (or the refusal) is the validated build's, laid out the
+    same way."""
+    given_fields = {"type": signal_type, "contents": contents, "attributes": attributes,
+                    "metadata": metadata, "provider_options": {}, "tag_name": tag}
+
+    def result(make: Any) -> Any:
+        try:
+            return make()
+        except SignalError as error:
+            return f"SignalError: {error}"
+
+    one_pass = result(lambda: normalize_signal(given_fields))
+    validated = result(lambda: build_signal(dict(given_fields), "signal"))
+    if isinstance(validated, str):
+        assert one_pass == validated  # the same refusal, word for word
+        return
+    assert isinstance(one_pass, Signal)
+    assert one_pass.model_fields_set == validated.model_fields_set
+    assert list(one_pass.__dict__) == list(validated.__dict__)
+    one_pass.__dict__.update(id=validated.id, created_at=validated.created_at)
+    assert one_pass == validated

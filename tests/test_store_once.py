@@ -26,13 +26,12 @@ from helpers.common import AgentFactory, StoreFactory
 from helpers.sql import dollar_params, rows
 
 from tui_agent import Memory, SqliteStore
-from tui_agent.agent.router import signal_in_general
 from tui_agent.events import END_TYPES
 from tui_agent.signals.data import Signal, normalize_signal
 from tui_agent.signals.elements import neutralize_markup, to_model_message
 from tui_agent.signals.limits import InputLimits, input_limits, set_input_limits
+from tui_agent.signals.stored import model_message_of, signal_in_general
 from tui_agent.store import postgres_schema, schema
-from tui_agent.store.records import model_message_of
 from tui_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.both_stores

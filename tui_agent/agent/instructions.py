@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from tui_agent._util import maybe_await
 from tui_agent.errors import ConfigError
+from tui_agent.signals.limits import as_items
 
 FORMS = (
     "a string, a list of strings, a system message {'role': 'system', 'content': ..., "
@@ -14,7 +15,7 @@ FORMS = (
 )
 
 
-def check_instructions(instructions: Any) -> None:
+def check_instructions(instructions: object) -> None:
     """Construction-time check (a callable is checked when it is called)."""
     if instructions is None:
         raise ConfigError(f"Agent needs instructions: {FORMS}")
@@ -28,15 +29,17 @@ async def resolve_instructions(instructions: Any, request_context: Any) -> list[
     return to_system_messages(instructions)
 
 
-def to_system_messages(instructions: Any) -> list[dict[str, Any]]:
-    items = instructions if isinstance(instructions, list | tuple) else [instructions]
+def to_system_messages(instructions: object) -> list[dict[str, Any]]:
+    given = as_items(instructions)
+    items = [instructions] if given is None else given
     return [_system_message(item, index) for index, item in enumerate(items)]
 
 
-def _system_message(item: Any, index: int) -> dict[str, Any]:
+def _system_message(item: object, index: int) -> dict[str, Any]:
     if isinstance(item, str):
         return {"role": "system", "content": item}
     if isinstance(item, dict):
+        item = cast("dict[str, Any]", item)  # the caller's message
         role = item.get("role", "system")
         content = item.get("content")
         if role != "system":

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from tui_agent._util import as_dict
 from tui_agent.agent.instructions import FORMS, check_instructions
 from tui_agent.context import RequestContext
 from tui_agent.errors import ConfigError
-from tui_agent.signals.limits import check_limit
+from tui_agent.signals.limits import as_given_dict, as_mapping, check_limit
 from tui_agent.tools import Tool, parse_transform
 
 KNOWN_OPTIONS = {
@@ -74,15 +74,16 @@ def parse_run_options(
     )
     if merged.get("run_id"):
         parsed.run_id = str(merged["run_id"])
-    memory = merged.get("memory")
-    if isinstance(memory, dict) and "last_messages" in (memory.get("options") or {}):
+    memory = as_mapping(merged.get("memory"))
+    memory_options = as_mapping(memory.get("options")) if memory is not None else None
+    if memory_options is not None and "last_messages" in memory_options:
         parsed.last_messages = check_limit(
-            memory["options"]["last_messages"], "memory options last_messages"
+            memory_options["last_messages"], "memory options last_messages"
         )
     return parsed
 
 
-def parse_memory_option(memory: Any) -> MemoryTarget | None:
+def parse_memory_option(memory: object) -> MemoryTarget | None:
     if memory is None:
         return None
     memory = as_dict(memory, "memory")
@@ -101,13 +102,14 @@ def parse_memory_option(memory: Any) -> MemoryTarget | None:
     thread = as_dict(thread, "memory thread")
     if not thread.get("id") or not isinstance(thread["id"], str):
         raise ConfigError("memory thread object needs an 'id': {'id', 'title', 'metadata'}")
-    metadata = thread.get("metadata")
+    metadata: object = thread.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise ConfigError("memory thread metadata must be a dict")
-    return MemoryTarget(resource, thread["id"], thread.get("title"), metadata)
+    return MemoryTarget(resource, thread["id"], thread.get("title"),
+                        cast("dict[str, Any] | None", metadata))
 
 
-def parse_hooks(hooks: Any) -> dict[str, Any]:
+def parse_hooks(hooks: object) -> dict[str, Any]:
     hooks = as_dict(hooks, "hooks")
     unknown = set(hooks) - HOOK_NAMES
     if unknown:
@@ -121,7 +123,7 @@ def parse_hooks(hooks: Any) -> dict[str, Any]:
     return parsed
 
 
-def _instructions(value: Any) -> Any:
+def _instructions(value: object) -> Any:
     if value is None:
         return None
     try:
@@ -131,7 +133,7 @@ def _instructions(value: Any) -> Any:
     return value
 
 
-def _tools_override(value: Any) -> Any:
+def _tools_override(value: object) -> Any:
     """``{name: tool}`` or a callable of the request context (checked when called)."""
     if value is None or (callable(value) and not isinstance(value, dict)):
         return value
@@ -140,23 +142,25 @@ def _tools_override(value: Any) -> Any:
             f"tools_override must be a dict {{name: tool}} or a callable of the request "
             f"context, not {type(value).__name__}"
         )
-    for name, tool in value.items():
+    tools = cast("dict[str, Any]", value)  # the caller's: checked below
+    for name, tool in tools.items():
         if not isinstance(tool, Tool):
             raise ConfigError(f"tools_override[{name!r}] is not a tool: build it with create_tool")
-    return dict(value)
+    return dict(tools)
 
 
-def _max_steps(value: Any) -> int:
+def _max_steps(value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigError(f"max_steps must be a positive integer, got {value!r}")
     return value
 
 
-def _tool_choice(value: Any) -> Any:
+def _tool_choice(value: object) -> Any:
     if isinstance(value, str) and value in TOOL_CHOICES:
         return value
-    if isinstance(value, dict) and (value.get("tool_name") or value.get("function")):
-        name = value.get("tool_name") or value["function"]["name"]
+    choice = as_given_dict(value)
+    if choice is not None and (choice.get("tool_name") or choice.get("function")):
+        name = choice.get("tool_name") or choice["function"]["name"]
         return {"type": "function", "function": {"name": name}}
     raise ConfigError(
         f"tool_choice must be 'auto', 'none', 'required' or {{'tool_name': NAME}}, got {value!r}"

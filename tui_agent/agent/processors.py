@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from tui_agent.errors import ProcessorError
+from tui_agent.signals.limits import as_items
 
 
 class RetryStep(Exception):
@@ -39,7 +40,7 @@ class ProcessorContext:
         raise ProcessorError(f"processor {self.processor!r} rejected the run: {reason}")
 
 
-def processor_name(processor: Any) -> str:
+def processor_name(processor: object) -> str:
     return str(
         getattr(processor, "id", None)
         or getattr(processor, "name", None)
@@ -47,15 +48,16 @@ def processor_name(processor: Any) -> str:
     )
 
 
-def check_processors(processors: Any, what: str) -> list[Any]:
+def check_processors(processors: object, what: str) -> list[Any]:
     if processors is None:
         return []
-    if not isinstance(processors, list | tuple):
+    given = as_items(processors)
+    if given is None:
         raise ProcessorError(f"{what} must be a list of processors")
     methods = ("process_input", "process_output_stream", "process_output_result")
-    for processor in processors:
+    for processor in given:
         if not any(hasattr(processor, m) for m in methods):
             raise ProcessorError(
                 f"{what}: {processor!r} has none of the methods {', '.join(methods)}"
             )
-    return list(processors)
+    return list(given)

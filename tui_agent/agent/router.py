@@ -1,33 +1,33 @@
 """Routing signals: send_message, queue_message and send_signal.
 
-The call validates everything at once (a bad signal raises and nothing is stored), returns a
-receipt, and routes in the background: the decision — deliver into the live run, wake a new
-run, persist, discard — is taken inside one store transaction, so it holds across processes.
-A send to a named thread queues its decision at once, with no task of its own: a burst of sends
-shares the store's next group commit, and each receipt resolves once its signal is committed,
-all of a group's receipts in one pass of the store's writer (tests/test_group_commit.py). A
-plain text message (the common send) is routed as its text, id and time (``PlainText``): its
-Signal is built only if ``receipt.signal`` is asked for, and what is stored is its data's JSON,
-written here without pydantic or a JSON encoder; tests/test_signal_fast_path.py proves it gives
-exactly the general path's signal, model message and stored rows. The store keeps the data
-only (the model message is rendered from it when read: a message is stored once,
-tests/test_store_once.py).
+The call reads the input into a checked Signal in one pass (``tui_agent.signals``: a bad signal
+raises and nothing is stored), returns a receipt, and routes in the background, handing the
+store the record of each branch (``signals.stored.branch_records``): the decision — deliver into the
+live run, wake a new run, persist, discard — is taken inside one store transaction, so it
+holds across processes. A send to a named thread queues its decision at once, with no task of
+its own: a burst of sends shares the store's next group commit, and each receipt resolves once
+its signal is committed, all of a group's receipts in one pass of the store's writer
+(tests/test_group_commit.py). A plain text message (the common send) is routed as its text, id
+and time (``PlainText``): its Signal is built only if ``receipt.signal`` is asked for, and what
+is stored is its data's JSON, written without pydantic or a JSON encoder
+(``signals.stored.branch_records``); tests/test_signal_fast_path.py proves it gives exactly the
+general path's signal, model message and stored rows. The store keeps the data only (the model
+message is rendered from it when read: a message is stored once, tests/test_store_once.py).
 
-It lives above the agent (it spawns and starts runs through the agent's
-:class:`~tui_agent.agent.runtime.ThreadRuntime`); ``tui_agent.signals`` holds only the signal data
-and its rendering. Tested by tests/test_signals_*.py.
+It takes the agent as :class:`~tui_agent.agent.ports.AgentCore` (it spawns and starts runs
+through the agent's runtime); ``tui_agent.signals`` holds the signal data, its rendering and
+its stored record. Tested by tests/test_signals_*.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import UTC
 from functools import partial
-from json import encoder as json_encoder
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 from tui_agent.agent.options import parse_run_options
+from tui_agent.agent.ports import AgentCore
 from tui_agent.errors import ConfigError, SignalError
 from tui_agent.signals.data import (
     IfActive,
@@ -41,15 +41,8 @@ from tui_agent.signals.data import (
     parse_if_idle,
     parse_target,
 )
-from tui_agent.signals.elements import merge_attributes, to_model_message
-from tui_agent.store.records import RouteResult, SignalIn
-
-# json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
-_json_str = json_encoder.encode_basestring
-
-if TYPE_CHECKING:
-    from tui_agent.agent.agent import Agent
-
+from tui_agent.signals.stored import branch_records, signal_in
+from tui_agent.store.records import RouteResult
 
 # The branches of a send that names none (almost every send): parsed once, never mutated.
 _DEFAULT_ACTIVE, _DEFAULT_IDLE = parse_if_active(None), parse_if_idle(None)
@@ -93,7 +86,7 @@ class SignalReceipt:
 
 
 def send(
-    agent: Agent,
+    agent: AgentCore,
     message: Any,
     *,
     kind: str,
@@ -112,7 +105,8 @@ def send(
     active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)
     idle = _DEFAULT_IDLE if if_idle is None else parse_if_idle(if_idle)
     if idle.stream_options:  # fail now (without any, the agent's own were checked when built)
-        defaults = agent.default_options if isinstance(agent.default_options, dict) else {}
+        given = agent.default_options  # a dict, or a function of the request context
+        defaults = cast("dict[str, Any]", given) if isinstance(given, dict) else {}
         parse_run_options(idle.stream_options, defaults, agent.hooks)
     if agent.memory is None:
         return _send_in_process(agent, _signal_of(sent), target, active, kind == "queue")
@@ -132,7 +126,7 @@ def send(
 
 
 def _send_in_process(
-    agent: Agent, signal: Signal, target: Target, active: IfActive, queue: bool
+    agent: AgentCore, signal: Signal, target: Target, active: IfActive, queue: bool
 ) -> SignalReceipt:
     """Without memory there is no thread to wake, persist to, or reach from another process:
     a signal can only go into a live run of this agent in this process, by its run id."""
@@ -164,7 +158,7 @@ def _signal_of(sent: Signal | PlainText) -> Signal:
 
 
 def _route_now(
-    agent: Agent,
+    agent: AgentCore,
     sent: Signal | PlainText,
     target: Target,
     active: IfActive,
@@ -179,12 +173,9 @@ def _route_now(
     assert agent.memory is not None
     assert target.resource_id is not None and target.thread_id is not None
     agent.runtime.track(receipt.accepted)  # close() waits for it, as for a routing task
-    if type(sent) is PlainText and not active.attributes and not idle.attributes:
-        when_active = when_idle = plain_text_in(sent.id, "user", sent.text, sent.created_json)
-    else:
-        signal = receipt.signal
-        when_active = signal_in(signal, active.attributes)
-        when_idle = _idle_form(signal, active, idle, when_active)
+    if type(sent) is not PlainText or active.attributes or idle.attributes:
+        sent = receipt.signal  # built now (and kept by the receipt): a branch needs it
+    when_active, when_idle = branch_records(sent, active.attributes, idle.attributes)
     agent.memory.store.route_signal_then(  # keywords spelled out: no dict per signal
         partial(_on_routed, agent, target, idle, receipt),
         target.thread_id,
@@ -201,7 +192,7 @@ def _route_now(
 
 
 def _on_routed(
-    agent: Agent,
+    agent: AgentCore,
     target: Target,
     idle: IfIdle,
     receipt: SignalReceipt,
@@ -226,7 +217,7 @@ def _on_routed(
 
 
 async def _route(
-    agent: Agent,
+    agent: AgentCore,
     signal: Signal,
     target: Target,
     active: IfActive,
@@ -248,7 +239,7 @@ async def _route(
 
 
 async def _route_woken(
-    agent: Agent,
+    agent: AgentCore,
     resource_id: str,
     thread_id: str,
     result: RouteResult,
@@ -269,7 +260,7 @@ async def _route_woken(
 
 
 def _submit_route(
-    agent: Agent,
+    agent: AgentCore,
     signal: Signal,
     resource_id: str,
     thread_id: str,
@@ -278,7 +269,7 @@ def _submit_route(
     queue: bool,
 ) -> asyncio.Future[RouteResult]:
     assert agent.memory is not None
-    when_active = signal_in(signal, active.attributes)
+    when_active, when_idle = branch_records(signal, active.attributes, idle.attributes)
     return agent.memory.store.route_signal_soon(
         thread_id,
         resource_id,
@@ -289,19 +280,11 @@ def _submit_route(
         owner=agent.runtime.owner,
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
-        echo_when_idle=_idle_form(signal, active, idle, when_active),
+        echo_when_idle=when_idle,
     )
 
 
-def _idle_form(signal: Signal, active: IfActive, idle: IfIdle, when_active: SignalIn) -> SignalIn:
-    """The signal as the idle branch stores it: the active branch's form when their attributes
-    are the same (the default), so it is rendered once."""
-    if active.attributes == idle.attributes:
-        return when_active
-    return signal_in(signal, idle.attributes)
-
-
-def _decision(agent: Agent, result: RouteResult) -> dict[str, Any]:
+def _decision(agent: AgentCore, result: RouteResult) -> dict[str, Any]:
     """The receipt's answer for a decision other than a wake."""
     agent.runtime.ensure_dispatcher()
     if result.action == "deliver":
@@ -326,7 +309,7 @@ def _fail_receipt(receipt: SignalReceipt, error: BaseException) -> None:
         _fail(receipt.persist_future, error)
 
 
-async def _thread_of(agent: Agent, target: Target) -> tuple[str, str]:
+async def _thread_of(agent: AgentCore, target: Target) -> tuple[str, str]:
     if target.thread_id is not None:
         assert target.resource_id is not None
         return target.resource_id, target.thread_id
@@ -338,59 +321,6 @@ async def _thread_of(agent: Agent, target: Target) -> tuple[str, str]:
             f"thread_id= too"
         )
     return run.resource_id, run.thread_id
-
-
-def signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
-    """The signal as stored for one branch: the model message and the echo payload, both with
-    the branch's attributes merged over the signal's own."""
-    if not branch_attributes and is_plain_text(signal):
-        return plain_signal_in(signal)
-    return signal_in_general(signal, branch_attributes)
-
-
-def signal_in_general(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
-    """:func:`signal_in` for any signal (the reference the plain-text fast path is tested
-    against)."""
-    data = signal.model_dump(mode="json")
-    data["attributes"] = merge_attributes(signal.attributes, branch_attributes)
-    message = to_model_message(signal, branch_attributes)
-    return SignalIn(signal.id, signal.type, message, data, derived_message=True)
-
-
-def is_plain_text(signal: Signal) -> bool:
-    """A user message of one string with nothing else set: most of what is sent."""
-    return (
-        signal.type == "user"
-        and type(signal.contents) is str
-        and type(signal.id) is str
-        and type(signal.tag_name) is str
-        and not (signal.attributes or signal.metadata or signal.provider_options)
-        and signal.created_at.tzinfo is UTC
-    )
-
-
-def plain_signal_in(signal: Signal) -> SignalIn:
-    """:func:`signal_in_general` for a plain text message, without pydantic's dump or a
-    JSON encoder: the same message and data, and the data's JSON built here (the store writes
-    it as it is; the text is encoded once). tests/test_signal_fast_path.py proves both paths
-    store the same rows and give the model the same message."""
-    text = signal.contents
-    assert isinstance(text, str) and signal.tag_name is not None
-    created = signal.created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
-    return plain_text_in(signal.id, signal.tag_name, text, created)
-
-
-def plain_text_in(signal_id: str, tag_name: str, text: str, created: str) -> SignalIn:
-    """:func:`plain_signal_in` from the fields of a plain text message (a ``PlainText`` sent
-    needs no Signal for it), ``created`` its time as pydantic writes it in JSON."""
-    data_json = (
-        f'{{"id":{_json_str(signal_id)},"type":"user","tag_name":{_json_str(tag_name)},'
-        f'"contents":{_json_str(text)},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
-        f'"created_at":"{created}"}}'
-    )
-    # Only the JSON: the store writes it as it is, and renders the model message from it when
-    # read. Its data and message are made from it if someone asks (the memoryless path).
-    return SignalIn(signal_id, "user", None, None, data_json, derived_message=True)
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:

@@ -6,7 +6,9 @@ run), the lease owner id this process writes into the store, and the notificatio
 handle. Routing, subscriptions, the dispatcher and the CLI reach the agent's runs only through
 this public interface — never through the agent's private members (ruff ``SLF001``, on for the
 package). Each agent, and each copy of one (``apply_editor_overrides``), has its own runtime, so
-closing a copy never stops the original's work (tests/test_agent_runtime.py).
+closing a copy never stops the original's work (tests/test_agent_runtime.py). It reads its agent
+as :class:`~tui_agent.agent.ports.AgentCore` and is, for each run it starts, the run's
+:class:`~tui_agent.agent.ports.RunHost`.
 
 It also rescues stranded signals: once a second, signals that wait on a thread with no live run
 (its owner was killed, or exited with a message queued) are taken over by a new run here, so
@@ -21,17 +23,17 @@ import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tui_agent.agent.options import RunOptions, parse_run_options
 from tui_agent.agent.output import AgentOutput
-from tui_agent.agent.run import Run, RunDeps, RunPlan
+from tui_agent.agent.plan import RunDeps, RunPlan
+from tui_agent.agent.ports import AgentCore
+from tui_agent.agent.run import Run
 from tui_agent.events import ERROR
 from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
+from tui_agent.notifications.ports import DispatcherHandle
 from tui_agent.store.records import EventIn
-
-if TYPE_CHECKING:
-    from tui_agent.agent.agent import Agent
 
 # One lease owner per process: a run's lease names the process that runs it.
 PROCESS_OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -54,7 +56,7 @@ class ThreadRuntime:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentCore,
         *,
         plan: Planner,
         deps: Callable[[], RunDeps],
@@ -69,7 +71,7 @@ class ThreadRuntime:
         self._prune_tracked_at = _FIRST_PRUNE  # see track
         #: The notification dispatcher running for this agent in this process, if any: set and
         #: stopped by :mod:`tui_agent.notifications.dispatcher`.
-        self.dispatcher: Any = None
+        self.dispatcher: DispatcherHandle | None = None
         self._rescuer: asyncio.Task[None] | None = None  # see rescue_stranded
 
     @property
@@ -89,9 +91,9 @@ class ThreadRuntime:
         output.attach(task, run.abort_event)
         return output
 
-    def forget(self, run: Run) -> None:
+    def forget(self, run_id: str) -> None:
         """A run ended: it is no longer one of this runtime's live runs."""
-        self._runs.pop(run.run_id, None)
+        self._runs.pop(run_id, None)
 
     def run(self, run_id: str) -> Run | None:
         """The live run ``run_id`` of this agent in this process, if there is one."""

@@ -6,8 +6,8 @@ ChangeFeed`, one per store object however many subscribe), after which each subs
 its own thread past its cursor. A subscriber that joins mid-run starts at that run's ``start``
 event; finished runs are not replayed.
 
-It lives above the agent: ``abort()`` finds a run of this process through the agent's
-:class:`~tui_agent.agent.runtime.ThreadRuntime`. Tested by tests/test_signals_routing.py and
+It takes the agent as :class:`~tui_agent.agent.ports.AgentCore`: ``abort()`` finds a run of this
+process through the agent's runtime. Tested by tests/test_signals_routing.py and
 tests/test_run_end.py; the shared poller by tests/test_change_feed.py.
 """
 
@@ -17,15 +17,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tui_agent.agent.ports import AgentCore
 from tui_agent.errors import ConfigError, StoreError
 from tui_agent.events import END_TYPES, START
 from tui_agent.signals.data import parse_target
 from tui_agent.store.changes import ChangeFeed, ChangeWatch
-
-if TYPE_CHECKING:
-    from tui_agent.agent.agent import Agent
 
 REAP_EVERY_S = 1.0  # how often a dead owner's lease is looked for while a run seems live
 LIVE_CHECK_S = 0.2  # at most this often, on another process's commit: which run is live
@@ -34,7 +32,7 @@ LIVE_CHECK_S = 0.2  # at most this often, on another process's commit: which run
 class ThreadSubscription:
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentCore,
         resource_id: str | None,
         thread_id: str,
         cursor: int,
@@ -164,13 +162,13 @@ async def check_thread_owner(store: Any, resource_id: str, thread_id: str) -> No
 
 
 async def subscribe(
-    agent: Agent, *, resource_id: str | None = None, thread_id: str
+    agent: AgentCore, *, resource_id: str | None = None, thread_id: str
 ) -> ThreadSubscription:
     """``resource_id`` is optional, as in the reference: without it, the thread's own (or None
     for a thread that does not exist yet)."""
     if resource_id is not None:
         parse_target(resource_id=resource_id, thread_id=thread_id)
-    elif not isinstance(thread_id, str) or not thread_id:
+    elif not isinstance(thread_id, str) or not thread_id:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError("subscribe_to_thread needs thread_id (a non-empty string)")
     if agent.memory is None:
         raise ConfigError("subscribe_to_thread needs memory: Agent(memory=Memory(...))")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tui_agent.notifications.policy import PRIORITIES, PRIORITY_RANK
+from tui_agent.notifications.ports import NotifyingAgent
 from tui_agent.notifications.records import MAX_DELIVERY_ATTEMPTS, NotificationRecord
 from tui_agent.signals import Signal, digest_signal, notification_signal
 from tui_agent.store.contract import Store
@@ -49,7 +50,7 @@ async def _receipt(value: Any) -> Any:
 
 
 async def route(
-    agent: Any,
+    agent: NotifyingAgent,
     signal: dict[str, Any],
     record: NotificationRecord | None,
     *,

@@ -16,10 +16,11 @@ import os
 import time
 from collections import defaultdict
 from datetime import datetime
-from typing import Any
 
+from tui_agent.errors import ConfigError
 from tui_agent.notifications import delivery
 from tui_agent.notifications.policy import agent_config
+from tui_agent.notifications.ports import NotifyingAgent
 from tui_agent.notifications.records import NotificationRecord
 from tui_agent.store.codec import new_id
 from tui_agent.store.contract import Store
@@ -49,7 +50,7 @@ async def _claim(store: Store, token: str, now: float) -> list[NotificationRecor
 
 
 async def _deliver(
-    agent: Any, store: Store, records: list[NotificationRecord], token: str, now: float,
+    agent: NotifyingAgent, store: Store, records: list[NotificationRecord], token: str, now: float,
     report: dict[str, int],
 ) -> set[str]:
     """Full deliveries of the records whose ``deliver_at`` is due. Returns the ids handled."""
@@ -75,8 +76,8 @@ async def _deliver(
 
 
 async def _digest(
-    agent: Any, store: Store, thread_id: str, records: list[NotificationRecord], token: str,
-    now: float, report: dict[str, int],
+    agent: NotifyingAgent, store: Store, thread_id: str, records: list[NotificationRecord],
+    token: str, now: float, report: dict[str, int],
 ) -> None:
     """One digest for the thread, covering every due summary of this pass."""
     due = [rec for rec in records if _due(rec.summary_at, now)]
@@ -100,12 +101,15 @@ async def _digest(
 
 
 async def dispatch_due(
-    agent: Any, now: float | datetime | None = None, *, claimant: str | None = None
+    agent: NotifyingAgent, now: float | datetime | None = None, *, claimant: str | None = None
 ) -> dict[str, int]:
     """One pass: claim what is due at ``now`` (default: the clock) and send it — full
     deliveries first, then one digest per thread for the remaining due summaries. Returns
     counts: ``claimed``, ``delivered``, ``digests``, ``failures``."""
-    store = agent.memory.store
+    memory = agent.memory
+    if memory is None:
+        raise ConfigError(f"agent {agent.id!r} has no memory: its inbox lives on memory threads")
+    store = memory.store
     at = _timestamp(now)
     token = claimant or f"dispatch:{os.getpid()}:{new_id()}"
     report = {"claimed": 0, "delivered": 0, "digests": 0, "failures": 0}
@@ -129,7 +133,7 @@ async def dispatch_due(
 class NotificationDispatcher:
     """Runs ``dispatch_due`` every ``interval_s`` in this process's event loop."""
 
-    def __init__(self, agent: Any, interval_s: float | None = None) -> None:
+    def __init__(self, agent: NotifyingAgent, interval_s: float | None = None) -> None:
         self.agent = agent
         self.interval_s = interval_s or agent_config(agent).dispatch_interval_s
         self.claimant = f"dispatch:{os.getpid()}:{new_id()}"
@@ -170,7 +174,7 @@ class NotificationDispatcher:
                 log.exception("notification dispatch pass failed")
 
 
-def ensure_dispatcher(agent: Any) -> NotificationDispatcher | None:
+def ensure_dispatcher(agent: NotifyingAgent) -> NotificationDispatcher | None:
     """Start the agent's dispatcher in the running loop (idempotent). None without memory or
     outside a running loop. The handle lives on the agent's runtime (``agent.runtime``)."""
     if getattr(agent, "memory", None) is None:
@@ -180,8 +184,8 @@ def ensure_dispatcher(agent: Any) -> NotificationDispatcher | None:
     except RuntimeError:
         return None
     runtime = agent.runtime
-    current: NotificationDispatcher | None = runtime.dispatcher
-    if current is not None and current.running_in(loop):
+    current = runtime.dispatcher
+    if isinstance(current, NotificationDispatcher) and current.running_in(loop):
         return current
     dispatcher = NotificationDispatcher(agent)
     dispatcher.start()
@@ -189,8 +193,8 @@ def ensure_dispatcher(agent: Any) -> NotificationDispatcher | None:
     return dispatcher
 
 
-async def stop_dispatcher(agent: Any) -> None:
+async def stop_dispatcher(agent: NotifyingAgent) -> None:
     """Stop the agent's dispatcher, if it runs, and wait for its current pass to end."""
-    dispatcher: NotificationDispatcher | None = agent.runtime.dispatcher
+    dispatcher = agent.runtime.dispatcher
     if dispatcher is not None:
         await dispatcher.stop_and_wait()

@@ -22,9 +22,17 @@ from tui_agent.notifications.policy import (
     agent_config,
     decide,
 )
+from tui_agent.notifications.ports import NotifyingAgent
 from tui_agent.notifications.records import STATUSES, NotificationRecord
 from tui_agent.signals import check_attributes, parse_if_idle, parse_target, unknown_keys_error
-from tui_agent.signals.limits import check_json_value, check_limit, check_str, check_text
+from tui_agent.signals.limits import (
+    as_items,
+    as_mapping,
+    check_json_value,
+    check_limit,
+    check_str,
+    check_text,
+)
 from tui_agent.store.codec import new_id
 from tui_agent.store.contract import Store
 from tui_agent.store.records import to_datetime
@@ -59,7 +67,7 @@ class InboxMixin:
         self, query: str, thread_id: str | None = None, limit: int = 50
     ) -> list[NotificationRecord]:
         """Records whose summary, kind or source contains ``query`` (any case), newest first."""
-        if not isinstance(query, str):
+        if not isinstance(query, str):  # pyright: ignore[reportUnnecessaryIsInstance]  (bad input)
             raise ArgumentTypeError(f"query must be a string, got {type(query).__name__}")
         return await self.store.search_notifications(query, thread_id=thread_id,
                                                      limit=check_limit(limit, "limit"))
@@ -104,7 +112,7 @@ def _optional_key(raw: Mapping[str, Any], key: str) -> str | None:
     return value if value is None else check_str(value, f"notification {key!r}")
 
 
-def _check_json(value: Any, what: str) -> Any:
+def _check_json(value: object, what: str) -> Any:
     import json
 
     try:
@@ -118,12 +126,14 @@ def _check_json(value: Any, what: str) -> Any:
     return value
 
 
-def validate_notification(raw: Any) -> dict[str, Any]:
+def validate_notification(value: object) -> dict[str, Any]:
     """The notification's fields, checked; a clear SignalError names the first problem."""
-    if not isinstance(raw, Mapping):
-        raise SignalError(f"notification must be a dict, got {type(raw).__name__}")
-    if set(raw) - _KEYS:
-        raise unknown_keys_error(set(raw) - _KEYS, _KEYS, "notification")
+    raw = as_mapping(value)
+    if raw is None:
+        raise SignalError(f"notification must be a dict, got {type(value).__name__}")
+    keys: set[str] = set(raw)
+    if keys - _KEYS:
+        raise unknown_keys_error(keys - _KEYS, _KEYS, "notification")
     priority = raw.get("priority", "medium")
     if priority not in PRIORITIES:
         raise SignalError(
@@ -133,9 +143,11 @@ def validate_notification(raw: Any) -> dict[str, Any]:
     reserved = [k for k in _RESERVED_ATTRIBUTES if k in attributes]
     if reserved:
         raise SignalError(f"notification attributes {reserved} are set from the record itself")
-    metadata = raw.get("metadata")
-    if metadata is not None and not isinstance(metadata, Mapping):
-        raise SignalError(f"notification metadata must be a dict, got {type(metadata).__name__}")
+    given_metadata = raw.get("metadata")
+    metadata = as_mapping(given_metadata)
+    if given_metadata is not None and metadata is None:
+        raise SignalError(
+            f"notification metadata must be a dict, got {type(given_metadata).__name__}")
     return {
         "source": _text(raw, "source"), "kind": _text(raw, "kind"),
         "summary": _text(raw, "summary"), "priority": priority,
@@ -209,12 +221,13 @@ async def _thread_state(store: Store, thread_id: str) -> str:
     return "active" if await store.active_run(thread_id) is not None else "idle"
 
 
-async def _resolve_target(store: Store, run_id: Any, resource_id: Any, thread_id: Any) -> tuple[
-    str, str
-]:
+async def _resolve_target(
+    store: Store, run_id: object, resource_id: object, thread_id: object
+) -> tuple[str, str]:
     target = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
     if target.thread_id is not None:
         return str(target.resource_id), target.thread_id
+    assert target.run_id is not None  # a target names a thread or a run (parse_target)
     run = await store.get_run(target.run_id)
     if run is None:
         raise SignalError(f"no run {target.run_id!r} in memory")
@@ -231,7 +244,7 @@ def _immediate(decision: Decision) -> str | None:
 
 
 async def _act(
-    agent: Any, store: Store, rec: NotificationRecord, decision: Decision, token: str,
+    agent: NotifyingAgent, store: Store, rec: NotificationRecord, decision: Decision, token: str,
     if_idle: dict[str, Any],
 ) -> dict[str, Any]:
     """Send what the decision asks for now; a failed send is scheduled for the dispatcher."""
@@ -277,7 +290,7 @@ async def _claimed_ids(store: Store, thread_id: str, token: str) -> list[str]:
 
 
 async def send_notification_signal(
-    agent: Any,
+    agent: NotifyingAgent,
     notification: Any,
     *,
     resource_id: str | None = None,
@@ -299,7 +312,9 @@ async def send_notification_signal(
             f"agent {getattr(agent, 'id', '?')!r} has no memory: the notification inbox lives "
             "on memory threads (Agent(memory=Memory(...)))"
         )
-    items = notification if isinstance(notification, list) else [notification]
+    given = as_items(notification)
+    listed = isinstance(given, list)  # a list in, a list out (a tuple is one notification)
+    items: list[Any] = list(given) if isinstance(given, list) else [notification]
     if not items:
         raise SignalError("send_notification_signal got an empty list")
     checked = [validate_notification(item) for item in items]
@@ -313,7 +328,7 @@ async def send_notification_signal(
     resource, thread = await _resolve_target(store, run_id, resource_id, thread_id)
     policy = agent_config(agent).delivery_policy
     state = await _thread_state(store, thread)
-    planned = []
+    planned: list[tuple[NotificationRecord, bool, Decision]] = []
     for item in checked:
         existing = await _merge_target(store, thread, item)
         rec = _candidate(item, existing, thread, resource)
@@ -327,10 +342,10 @@ async def send_notification_signal(
             f"not {resource!r}"
         )
     results = [await _store_and_act(agent, store, *plan, idle) for plan in planned]
-    return results if isinstance(notification, list) else results[0]
+    return results if listed else results[0]
 
 
-def _stream_options_only(if_idle: Any) -> dict[str, Any]:
+def _stream_options_only(if_idle: object) -> dict[str, Any]:
     """The reference's notification ``if_idle`` has ``stream_options`` only: whether a
     notification wakes, persists or waits is the delivery policy's decision, so a behavior or
     attributes here are refused rather than dropped."""
@@ -345,7 +360,7 @@ def _stream_options_only(if_idle: Any) -> dict[str, Any]:
 
 
 async def _store_and_act(
-    agent: Any, store: Store, rec: NotificationRecord, merged: bool, decision: Decision,
+    agent: NotifyingAgent, store: Store, rec: NotificationRecord, merged: bool, decision: Decision,
     if_idle: dict[str, Any],
 ) -> dict[str, Any]:
     # A record sent by this call is claimed as it is stored: the dispatcher leaves it alone.

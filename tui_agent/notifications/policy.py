@@ -10,13 +10,15 @@ entry is an action string or a decision dict.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tui_agent.errors import ConfigError
+from tui_agent.notifications.ports import NotifyingAgent
+from tui_agent.signals.limits import as_mapping
 
 PRIORITIES: tuple[str, ...] = ("low", "medium", "high", "urgent")
 PRIORITY_RANK = {p: i for i, p in enumerate(PRIORITIES)}
@@ -62,16 +64,16 @@ class Decision(BaseModel):
         return getattr(self, key, default)
 
 
-def parse_decision(value: Any, where: str) -> Decision:
+def parse_decision(value: object, where: str) -> Decision:
     """A decision from an action string, a dict or a Decision; unknown actions name themselves."""
     if isinstance(value, Decision):
         return value
-    if isinstance(value, str):
-        value = {"action": value}
-    if not isinstance(value, Mapping):
+    given = as_mapping({"action": value} if isinstance(value, str) else value)
+    if given is None:
         raise ConfigError(
             f"{where} must be an action string or a decision dict, got {type(value).__name__}"
         )
+    value = given
     camel = [f"{k!r} → {_CAMEL[k]!r}" for k in value if k in _CAMEL]
     if camel:
         raise ConfigError(f"{where} uses camelCase keys; names are snake_case: {', '.join(camel)}")
@@ -109,28 +111,31 @@ class NotificationsConfig(BaseModel):
     dispatch_interval_s: float = 1.0
 
 
-def _parse_entries(raw: Any, where: str, keys: tuple[str, ...] | None) -> dict[str, Decision]:
+def _parse_entries(raw: object, where: str, keys: tuple[str, ...] | None) -> dict[str, Decision]:
     if raw is None:
         return {}
-    if not isinstance(raw, Mapping):
+    given = as_mapping(raw)
+    if given is None:
         raise ConfigError(f"{where} must be a dict, got {type(raw).__name__}")
-    out = {}
-    for key, entry in raw.items():
+    out: dict[str, Decision] = {}
+    for key, entry in given.items():
         if keys is not None and key not in keys:
             raise ConfigError(f"unknown priority {key!r} in {where}; priorities: {PRIORITIES}")
         out[str(key)] = parse_decision(entry, f"{where}[{key!r}]")
     return out
 
 
-def parse_delivery_policy(raw: Any) -> DeliveryPolicy:
+def parse_delivery_policy(raw: object) -> DeliveryPolicy:
     if raw is None:
         return DeliveryPolicy()
     if isinstance(raw, DeliveryPolicy):
         return raw
-    if not isinstance(raw, Mapping):
+    given = as_mapping(raw)
+    if given is None:
         raise ConfigError(f"delivery_policy must be a dict, got {type(raw).__name__}")
+    raw = given
     allowed = {"default", "priorities", "sources", "decide"}
-    extra = set(raw) - allowed
+    extra: set[Any] = set(raw) - allowed
     if extra:
         raise ConfigError(
             f"unknown key(s) {sorted(extra)} in delivery_policy; allowed: {sorted(allowed)}"
@@ -151,16 +156,18 @@ def parse_delivery_policy(raw: Any) -> DeliveryPolicy:
     )
 
 
-def parse_notifications_config(raw: Any) -> NotificationsConfig:
+def parse_notifications_config(raw: object) -> NotificationsConfig:
     """The agent's ``notifications=`` argument (None, a dict or a NotificationsConfig)."""
     if raw is None:
         return NotificationsConfig()
     if isinstance(raw, NotificationsConfig):
         return raw
-    if not isinstance(raw, Mapping):
+    given = as_mapping(raw)
+    if given is None:
         raise ConfigError(f"notifications must be a dict, got {type(raw).__name__}")
+    raw = given
     camel = [f"{k!r} → {_CAMEL[k]!r}" for k in raw if k in _CAMEL]
-    extra = set(raw) - {"delivery_policy", "dispatch_interval_s"}
+    extra: set[Any] = set(raw) - {"delivery_policy", "dispatch_interval_s"}
     if extra:
         hint = f" (names are snake_case: {', '.join(camel)})" if camel else ""
         raise ConfigError(
@@ -176,7 +183,7 @@ def parse_notifications_config(raw: Any) -> NotificationsConfig:
     )
 
 
-def agent_config(agent: Any) -> NotificationsConfig:
+def agent_config(agent: NotifyingAgent) -> NotificationsConfig:
     """The parsed ``notifications=`` of an agent (an ``Agent`` caches it: its
     ``notifications_config``; anything else is parsed each time)."""
     config = getattr(agent, "notifications_config", None)

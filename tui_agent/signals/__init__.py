@@ -1,4 +1,5 @@
-"""Signals as data: normalisation, validation, routing options and what the model sees.
+"""Signals as data: normalisation, validation, routing options, what the model sees, and the
+record a routed signal becomes in the store (``stored``: the store renders nothing itself).
 
 Only data and rendering live here, so ``state`` and ``notifications`` import it without a circle;
 routing and subscriptions, which need an agent, are in ``tui_agent.agent`` (tests/test_layers.py).
@@ -46,6 +47,7 @@ from tui_agent.signals.elements import (
     to_model_message,
 )
 from tui_agent.signals.limits import InputLimits, input_limits, set_input_limits
+from tui_agent.signals.stored import model_message_of, signal_in
 
 __all__ = [
     "ACTIVE_BEHAVIORS",
@@ -71,6 +73,7 @@ __all__ = [
     "input_limits",
     "is_plain",
     "merge_attributes",
+    "model_message_of",
     "neutralize_markup",
     "normalize_message",
     "normalize_signal",
@@ -83,6 +86,7 @@ __all__ = [
     "render_notification",
     "render_signal",
     "set_input_limits",
+    "signal_in",
     "signal_text",
     "to_model_message",
     "unknown_keys_error",

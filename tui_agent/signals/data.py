@@ -7,15 +7,12 @@ wrong, before anything is stored; pydantic's ValidationError never escapes the `
 
 from __future__ import annotations
 
-import base64
-import json
 import os
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -28,11 +25,18 @@ from pydantic import (
 
 from tui_agent.errors import SignalError
 from tui_agent.signals.limits import (
+    NAME_RE,
     InputLimits,
+    as_items,
+    as_mapping,
+    check_attributes,
+    check_contents,
     check_id,
-    check_json_value,
+    check_json_object,
+    check_name,
     check_text,
     input_limits,
+    unknown_keys_error,
 )
 
 SignalType = Literal["user", "state", "reactive", "notification"]
@@ -50,164 +54,11 @@ DEFAULT_TAGS: dict[str, str] = {
 ACTIVE_BEHAVIORS: tuple[str, ...] = ("deliver", "persist", "discard")
 IDLE_BEHAVIORS: tuple[str, ...] = ("wake", "persist", "discard")
 
-NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]*"
-_NAME_RE = re.compile(NAME_PATTERN)
-# An XML parser turns an attribute named xmlns into a namespace declaration: the element would no
-# longer carry the attribute (nor keep its plain tag), so the model would not see what was sent.
-_RESERVED_ATTRIBUTES = frozenset({"xmlns"})
-
 # The elements a model reads as the user speaking: only a user signal may use them.
 _USER_TAGS = frozenset({"user", "user-message"})
 
 _MESSAGE_KEYS = frozenset({"contents", "attributes", "metadata", "provider_options"})
 _SIGNAL_KEYS = _MESSAGE_KEYS | {"type", "tag_name"}
-_TEXT_PART_KEYS = frozenset({"type", "text", "provider_options"})
-_FILE_PART_KEYS = frozenset({"type", "data", "url", "media_type", "filename", "provider_options"})
-
-
-# -- names, attributes, contents ------------------------------------------------------------------
-
-
-def check_name(name: Any, what: str, where: str = "") -> str:
-    """Return ``name`` if it is a valid XML tag/attribute name for the model, else raise."""
-    suffix = f" in {where}" if where else ""
-    if not isinstance(name, str):
-        raise SignalError(f"{what}{suffix} must be a string, got {type(name).__name__}")
-    if name == "":
-        raise SignalError(f"{what}{suffix} must not be empty (names match {NAME_PATTERN})")
-    if not _NAME_RE.fullmatch(name):
-        raise SignalError(f"invalid {what} {name!r}{suffix}: names must match {NAME_PATTERN}")
-    return name
-
-
-def _check_attribute_value(value: Any, where: str, limits: InputLimits) -> None:
-    check_json_value(value, where)
-    if isinstance(value, str):
-        size = len(value) if value.isascii() else len(value.encode("utf-8"))
-    elif isinstance(value, (list, tuple, Mapping)):
-        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-    else:
-        return  # a number, bool or None: small
-    if size > limits.max_attribute_bytes:
-        raise SignalError(
-            f"{where} is {size:,} bytes; the limit is {limits.max_attribute_bytes:,} "
-            "(setting max_attribute_bytes)"
-        )
-
-
-def check_attributes(attributes: Any, what: str = "attributes") -> dict[str, Any]:
-    """Validate attribute names and values; return a new dict in the same order."""
-    if attributes is None:
-        return {}
-    if not isinstance(attributes, Mapping):
-        raise SignalError(f"{what} must be a dict, got {type(attributes).__name__}")
-    limits = input_limits()
-    if len(attributes) > limits.max_attributes:
-        raise SignalError(
-            f"{what} has {len(attributes)} attributes; the limit is {limits.max_attributes} "
-            "(setting max_attributes)"
-        )
-    out: dict[str, Any] = {}
-    for name, value in attributes.items():
-        check_name(name, "attribute name", what)
-        if name in _RESERVED_ATTRIBUTES:
-            raise SignalError(f"attribute name {name!r} in {what} is reserved by XML")
-        _check_attribute_value(value, f"{what}[{name!r}]", limits)
-        out[name] = value
-    return out
-
-
-def _snake_case(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-
-
-def unknown_keys_error(
-    keys: set[str], allowed: frozenset[str] | set[str], what: str
-) -> SignalError:
-    """An error naming the unknown keys, the allowed ones, and the snake_case spelling of a
-    camelCase key from the reference (``tagName`` → ``tag_name``)."""
-    bad = sorted(keys)
-    hints = [f"{k!r} → {_snake_case(k)!r}" for k in bad if _snake_case(k) in allowed]
-    hint = f" (names are snake_case: {', '.join(hints)})" if hints else ""
-    return SignalError(
-        f"unknown key(s) {', '.join(map(repr, bad))} in {what}; "
-        f"allowed: {', '.join(sorted(allowed))}{hint}"
-    )
-
-
-def _check_part(part: Any, where: str) -> dict[str, Any]:
-    if not isinstance(part, Mapping):
-        raise SignalError(f"{where} must be a dict part, got {type(part).__name__}")
-    kind = part.get("type")
-    if kind == "text":
-        if set(part) - _TEXT_PART_KEYS:
-            raise unknown_keys_error(set(part) - _TEXT_PART_KEYS, _TEXT_PART_KEYS, where)
-        if not isinstance(part.get("text"), str):
-            raise SignalError(f"{where} is a text part and needs 'text' as a string")
-        check_json_value(part.get("provider_options"), f"{where} provider_options")
-        return dict(part)
-    if kind == "file":
-        return _check_file_part(part, where)
-    raise SignalError(f"{where} has type {kind!r}; parts are 'text' or 'file'")
-
-
-def _check_file_part(part: Mapping[str, Any], where: str) -> dict[str, Any]:
-    if set(part) - _FILE_PART_KEYS:
-        raise unknown_keys_error(set(part) - _FILE_PART_KEYS, _FILE_PART_KEYS, where)
-    has_data, has_url = part.get("data") is not None, part.get("url") is not None
-    if has_data == has_url:
-        raise SignalError(f"{where} is a file part and needs exactly one of 'data' or 'url'")
-    if not isinstance(part.get("media_type"), str) or not part["media_type"]:
-        raise SignalError(f"{where} is a file part and needs 'media_type' (e.g. 'image/png')")
-    out = {k: v for k, v in part.items() if v is not None}
-    data = out.get("data")
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        out["data"] = base64.b64encode(bytes(data)).decode("ascii")  # stored as JSON
-    elif has_data and not isinstance(data, str):
-        raise SignalError(f"{where} 'data' must be base64 text or bytes")
-    if has_url and not isinstance(out["url"], str):
-        raise SignalError(f"{where} 'url' must be a string")
-    for key, value in out.items():
-        check_json_value(value, f"{where} {key!r}")
-    return out
-
-
-def check_contents(contents: Any, what: str = "contents") -> str | list[dict[str, Any]]:
-    """Contents are a string or a list of text/file parts; their text within max_text_bytes."""
-    if isinstance(contents, str):
-        check_text(contents, what)
-        return contents
-    if isinstance(contents, (list, tuple)):
-        parts = [_check_part(p, f"{what}[{i}]") for i, p in enumerate(contents)]
-        _check_total_text(parts, what)
-        return parts
-    raise SignalError(
-        f"{what} must be a string or a list of text/file parts, got {type(contents).__name__}"
-    )
-
-
-def _check_total_text(parts: list[dict[str, Any]], what: str) -> None:
-    """Each text part is valid text; all of them together within max_text_bytes."""
-    limits = input_limits()
-    total = 0
-    for i, part in enumerate(parts):
-        if part["type"] == "text":
-            total += check_text(part["text"], f"{what}[{i}] text", limits)
-    if total > limits.max_text_bytes:
-        raise SignalError(
-            f"{what} text is {total:,} bytes; the limit is {limits.max_text_bytes:,} "
-            "(setting max_text_bytes)"
-        )
-
-
-def _json_object(value: Any, what: str) -> dict[str, Any]:
-    """A dict that can be stored as JSON (see ``check_json_value``)."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise SignalError(f"{what} must be a dict, got {type(value).__name__}")
-    check_json_value(value, what)
-    return dict(value)
 
 
 # -- the Signal model -----------------------------------------------------------------------------
@@ -286,7 +137,7 @@ class Signal(BaseModel):
     @field_validator("metadata", "provider_options", mode="before")
     @classmethod
     def _json(cls, v: Any, info: Any) -> Any:
-        return _json_object(v, info.field_name)
+        return check_json_object(v, info.field_name)
 
     @field_validator("id")
     @classmethod
@@ -329,17 +180,18 @@ def signal_text(contents: object) -> str:
     ``str()``, list items that are not parts are skipped."""
     if isinstance(contents, str):
         return contents
-    if isinstance(contents, list):
+    items = as_items(contents)
+    if isinstance(items, list):
+        parts = [as_mapping(p) for p in items]
         return "\n".join(
-            str(p.get("text", "")) for p in contents
-            if isinstance(p, dict) and p.get("type") == "text"
+            str(p.get("text", "")) for p in parts if p is not None and p.get("type") == "text"
         )
     return str(contents)
 
 
 def _from_validation_error(exc: ValidationError, what: str) -> SignalError:
     """Turn pydantic's report into one readable SignalError (keeping ours verbatim)."""
-    messages = []
+    messages: list[str] = []
     for err in exc.errors():
         cause = (err.get("ctx") or {}).get("error")
         if isinstance(cause, SignalError):
@@ -421,16 +273,46 @@ def _utc_json(seconds: int, micros: int) -> str:
 
 
 def build_signal(fields: dict[str, Any], what: str) -> Signal:
+    """A Signal from fields not checked yet: pydantic's validation checks each (its errors
+    become one SignalError naming ``what``)."""
     try:
         return Signal(**fields)
     except ValidationError as exc:
         raise _from_validation_error(exc, what) from None
 
 
+def checked_signal(fields: dict[str, Any]) -> Signal:
+    """``build_signal(fields)`` for fields the caller has checked already (``normalize_*``):
+    each value is checked once, where it was read, not again by pydantic. What is left to
+    check is the tag against the type; the instance is laid out as ``Signal(**fields)`` lays
+    it out (the same ``__dict__`` order and fields-set: tests/test_signal_model.py,
+    test_the_one_pass_signal_is_the_one_pydantic_validates)."""
+    signal_type = fields["type"]
+    tag = fields.get("tag_name")
+    if tag is None:
+        tag = DEFAULT_TAGS[signal_type]  # a valid name: nothing to check
+    elif signal_type != "user" and tag.lower() in _USER_TAGS:
+        raise SignalError(
+            f"tag_name {tag!r} is the user's: a {signal_type!r} signal cannot pose as a user "
+            "message (use send_message, or another tag name)"
+        )
+    signal = Signal.__new__(Signal)
+    _set_attr(signal, "__dict__", {
+        "id": _new_id(), "type": signal_type, "tag_name": tag,
+        "contents": fields.get("contents", ""), "attributes": fields.get("attributes") or {},
+        "metadata": fields.get("metadata") or {},
+        "provider_options": fields.get("provider_options") or {}, "created_at": _now(),
+    })
+    _set_attr(signal, "__pydantic_fields_set__", {*fields, "tag_name"})
+    _set_attr(signal, "__pydantic_extra__", None)
+    _set_attr(signal, "__pydantic_private__", None)
+    return signal
+
+
 # -- normalisation --------------------------------------------------------------------------------
 
 
-def normalize_message(message: Any) -> Signal:
+def normalize_message(message: object) -> Signal:
     """A user message from a string, a parts list, a ``{"contents", ...}`` dict, or a Signal."""
     if isinstance(message, Signal):
         if message.type != "user":
@@ -441,18 +323,20 @@ def normalize_message(message: Any) -> Signal:
         return message
     if type(message) is str:  # most of what is sent
         return plain_message(message)
-    if isinstance(message, (str, list, tuple)):
-        return build_signal({"type": "user", "contents": check_contents(message)}, "message")
+    if isinstance(message, str | list | tuple):
+        contents = check_contents(cast(object, message))  # checked there, part by part
+        return checked_signal({"type": "user", "contents": contents})
     if isinstance(message, Mapping):
-        keys = set(message)
+        given = cast("Mapping[Any, Any]", message)  # the caller's: its keys checked next
+        keys: set[str] = set(given)
         if keys - _MESSAGE_KEYS:
             extra = keys - _MESSAGE_KEYS
             hint = " (use send_signal for typed signals)" if extra & {"type", "tag_name"} else ""
             err = unknown_keys_error(extra, _MESSAGE_KEYS, "message")
             raise SignalError(f"{err}{hint}")
-        if "contents" not in message:
+        if "contents" not in given:
             raise SignalError("message dict needs 'contents' (a string or a list of parts)")
-        return build_signal(_common_fields(message, "message") | {"type": "user"}, "message")
+        return checked_signal(_common_fields(given, "message") | {"type": "user"})
     raise SignalError(
         "message must be a string, a list of text/file parts, or a dict with 'contents'; "
         f"got {type(message).__name__}"
@@ -463,20 +347,21 @@ def _common_fields(d: Mapping[str, Any], what: str) -> dict[str, Any]:
     return {
         "contents": check_contents(d["contents"], f"{what} contents"),
         "attributes": check_attributes(d.get("attributes"), f"{what} attributes"),
-        "metadata": _json_object(d.get("metadata"), f"{what} metadata"),
-        "provider_options": _json_object(d.get("provider_options"), f"{what} provider_options"),
+        "metadata": check_json_object(d.get("metadata"), f"{what} metadata"),
+        "provider_options": check_json_object(
+            d.get("provider_options"), f"{what} provider_options"),
     }
 
 
-def _resolve_type(raw_type: Any, tag_name: Any) -> tuple[str, Any]:
+def _resolve_type(raw_type: object, tag_name: object) -> tuple[str, object]:
     """Map legacy types; reject unknown ones with a hint to use tag_name."""
-    if raw_type in SIGNAL_TYPES:
+    if isinstance(raw_type, str) and raw_type in SIGNAL_TYPES:
         return raw_type, tag_name
     if isinstance(raw_type, str) and raw_type in LEGACY_TYPES:
         new_type, legacy_tag = LEGACY_TYPES[raw_type]
         return new_type, tag_name if tag_name is not None else legacy_tag
     allowed = ", ".join(repr(t) for t in (*SIGNAL_TYPES, *LEGACY_TYPES))
-    if isinstance(raw_type, str) and _NAME_RE.fullmatch(raw_type):
+    if isinstance(raw_type, str) and NAME_RE.fullmatch(raw_type):
         raise SignalError(
             f"unknown signal type {raw_type!r}; use type='reactive' with "
             f"tag_name={raw_type!r} for a custom element (types: {allowed})"
@@ -487,7 +372,7 @@ def _resolve_type(raw_type: Any, tag_name: Any) -> tuple[str, Any]:
     )
 
 
-def normalize_signal(signal: Any) -> Signal:
+def normalize_signal(signal: object) -> Signal:
     """A Signal from a ``{"type", "tag_name", "contents", ...}`` dict or a Signal.
 
     Legacy ``user-message`` becomes ``user``; ``system-reminder`` becomes ``reactive`` with tag
@@ -498,8 +383,10 @@ def normalize_signal(signal: Any) -> Signal:
         return signal
     if not isinstance(signal, Mapping):
         raise SignalError(f"signal must be a dict or a Signal, got {type(signal).__name__}")
-    if set(signal) - _SIGNAL_KEYS:
-        raise unknown_keys_error(set(signal) - _SIGNAL_KEYS, _SIGNAL_KEYS, "signal")
+    signal = cast("Mapping[Any, Any]", signal)  # the caller's: its keys checked next
+    keys: set[str] = set(signal)
+    if keys - _SIGNAL_KEYS:
+        raise unknown_keys_error(keys - _SIGNAL_KEYS, _SIGNAL_KEYS, "signal")
     if "type" not in signal:
         raise SignalError(f"signal needs a 'type' ({', '.join(SIGNAL_TYPES)})")
     if "contents" not in signal:
@@ -508,7 +395,7 @@ def normalize_signal(signal: Any) -> Signal:
     if tag_name is not None:
         check_name(tag_name, "tag_name")
     fields = _common_fields(signal, "signal") | {"type": sig_type, "tag_name": tag_name}
-    return build_signal(fields, "signal")
+    return checked_signal(fields)
 
 
 # -- routing options ------------------------------------------------------------------------------
@@ -538,15 +425,17 @@ def _parse_branch(
 ) -> Any:
     if value is None:
         return model()
+    given = as_mapping(value)
     if isinstance(value, model):
         data: Mapping[str, Any] = value.model_dump()
-    elif isinstance(value, Mapping):
-        data = value
+    elif given is not None:
+        data = given
     else:
         raise SignalError(f"{name} must be a dict or {model.__name__}, got {type(value).__name__}")
     allowed = frozenset(model.model_fields)
-    if set(data) - allowed:
-        raise unknown_keys_error(set(data) - allowed, allowed, name)
+    keys: set[str] = set(data)
+    if keys - allowed:
+        raise unknown_keys_error(keys - allowed, allowed, name)
     behavior = data.get("behavior")
     if behavior is not None and behavior not in behaviors:
         raise SignalError(
@@ -555,19 +444,20 @@ def _parse_branch(
     fields = {k: v for k, v in data.items() if v is not None}
     fields["attributes"] = check_attributes(data.get("attributes"), f"{name}.attributes")
     if "stream_options" in fields:
-        fields["stream_options"] = _json_object(fields["stream_options"], f"{name}.stream_options")
+        fields["stream_options"] = check_json_object(
+            fields["stream_options"], f"{name}.stream_options")
     try:
         return model(**fields)
     except ValidationError as exc:
         raise _from_validation_error(exc, name) from None
 
 
-def parse_if_active(value: Any) -> IfActive:
+def parse_if_active(value: object) -> IfActive:
     """``if_active`` from None (defaults: deliver), a dict or an IfActive."""
     return _parse_branch(value, IfActive, "if_active", ACTIVE_BEHAVIORS)
 
 
-def parse_if_idle(value: Any) -> IfIdle:
+def parse_if_idle(value: object) -> IfIdle:
     """``if_idle`` from None (defaults: wake), a dict or an IfIdle."""
     return _parse_branch(value, IfIdle, "if_idle", IDLE_BEHAVIORS)
 
@@ -582,7 +472,7 @@ class Target(BaseModel):
     thread_id: str | None = None
 
 
-def _check_id(value: Any, name: str) -> str | None:
+def _check_id(value: object, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
@@ -622,7 +512,7 @@ def parse_target(
 _ID_TYPES = (str, type(None))  # exactly: a str subclass may hash or compare differently
 
 
-def _parse_target(run_id: Any, resource_id: Any, thread_id: Any) -> Target:
+def _parse_target(run_id: object, resource_id: object, thread_id: object) -> Target:
     run_id = _check_id(run_id, "run_id")
     resource_id = _check_id(resource_id, "resource_id")
     thread_id = _check_id(thread_id, "thread_id")

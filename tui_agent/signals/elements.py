@@ -93,7 +93,15 @@ def merge_attributes(
     """
     if not own and not branch:
         return {}  # the common case, on every signal's hot path
-    merged = {**check_attributes(own), **check_attributes(branch, "branch attributes")}
+    return merge_checked(check_attributes(own), check_attributes(branch, "branch attributes"))
+
+
+def merge_checked(own: Mapping[str, Any], branch: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`merge_attributes` of attributes checked already (a signal's and a parsed
+    branch's): nothing is checked again."""
+    if not own and not branch:
+        return {}
+    merged = {**own, **branch}
     return {k: v for k, v in merged.items() if v is not None}
 
 
@@ -154,19 +162,26 @@ def to_model_message(
         sig.attributes or branch_attributes or sig.provider_options
     ):  # a plain text message, most of what is sent: skip the general case below
         return {"role": "user", "content": neutralize_markup(sig.contents)}
-    attrs = merge_attributes(sig.attributes, branch_attributes)
-    parts = sig.contents if isinstance(sig.contents, list) else []
+    return model_message(sig, merge_attributes(sig.attributes, branch_attributes))
+
+
+def model_message(signal: Signal, attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`to_model_message` for a checked signal and its ``attributes`` already merged
+    (``merge_checked``): nothing is checked again."""
+    parts = signal.contents if isinstance(signal.contents, list) else []
     content: str | list[dict[str, Any]]
     if not any(p["type"] == "file" for p in parts):
-        content = render_signal(sig, branch_attributes)
-    elif is_plain(sig, attrs):
+        content = (neutralize_markup(signal.text) if is_plain(signal, attributes)
+                   else render_element(signal.tag, attributes, signal.text))
+    elif is_plain(signal, attributes):
         content = [_plain_part(p) for p in parts]
     else:
         files = [file_part_to_openai(p) for p in parts if p["type"] == "file"]
-        content = [{"type": "text", "text": render_element(sig.tag, attrs, sig.text)}, *files]
+        text = render_element(signal.tag, attributes, signal.text)
+        content = [{"type": "text", "text": text}, *files]
     message: dict[str, Any] = {"role": "user", "content": content}
-    if sig.provider_options:
-        message["provider_options"] = dict(sig.provider_options)
+    if signal.provider_options:
+        message["provider_options"] = dict(signal.provider_options)
     return message
 
 
@@ -221,7 +236,7 @@ def render_notification(
     return render_signal(sig)
 
 
-def digest_text(counts: Mapping[str, int]) -> str:
+def digest_text(counts: Mapping[str, object]) -> str:
     """``github: 2, slack: 1``: sources in alphabetical order (case-insensitive, then exact)."""
     for source, n in counts.items():
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -230,8 +245,8 @@ def digest_text(counts: Mapping[str, int]) -> str:
 
 
 def digest_signal(
-    counts: Mapping[str, int],
-    pending: int,
+    counts: Mapping[str, object],
+    pending: object,
     attributes: Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> Signal:
@@ -247,7 +262,7 @@ def digest_signal(
 
 
 def render_digest(
-    counts: Mapping[str, int], pending: int, attributes: Mapping[str, Any] | None = None
+    counts: Mapping[str, object], pending: object, attributes: Mapping[str, Any] | None = None
 ) -> str:
     """``<notification-summary pending="3">github: 2, slack: 1</notification-summary>``."""
     return render_signal(digest_signal(counts, pending, attributes))

@@ -1,4 +1,6 @@
-"""Bounds on what a caller may send, checked by the call itself before anything is stored.
+"""Bounds on what a caller may send, and the checks of every value against them: each value is
+checked once, where the call reads it, before anything is stored (names, attributes, contents,
+JSON values, text, ids).
 
 Every value that reaches the store as JSON (a message's text, attributes, metadata,
 ``provider_options``, ids) passes :func:`check_json_value` / :func:`check_text`: a lone surrogate
@@ -11,13 +13,26 @@ Checked by ``tests/test_bad_input.py``, which also prints the tried / refused / 
 
 from __future__ import annotations
 
+import base64
+import json
 import math
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tui_agent.errors import SignalError
+
+NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]*"
+NAME_RE = re.compile(NAME_PATTERN)
+# An XML parser turns an attribute named xmlns into a namespace declaration: the element would no
+# longer carry the attribute (nor keep its plain tag), so the model would not see what was sent.
+_RESERVED_ATTRIBUTES = frozenset({"xmlns"})
+
+_TEXT_PART_KEYS = frozenset({"type", "text", "provider_options"})
+_FILE_PART_KEYS = frozenset({"type", "data", "url", "media_type", "filename", "provider_options"})
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,24 +47,24 @@ class InputLimits:
     max_int_digits: int = 4_300  # Python's own int→str limit: beyond it json cannot write it
 
 
-_LIMITS: InputLimits | None = None
+_limits: InputLimits | None = None
 
 
 def input_limits() -> InputLimits:
     """The limits in force: the settings' values the first time, cached after that."""
-    global _LIMITS
-    if _LIMITS is None:
+    global _limits
+    if _limits is None:
         from tui_agent.settings import current_settings
 
         configured = current_settings().input_limits()
-        _LIMITS = InputLimits(**configured)
-    return _LIMITS
+        _limits = InputLimits(**configured)
+    return _limits
 
 
 def set_input_limits(limits: InputLimits | None) -> None:
     """Replace the limits for this process (None: read the settings again at next use)."""
-    global _LIMITS
-    _LIMITS = limits
+    global _limits
+    _limits = limits
 
 
 def check_str(value: str, where: str) -> str:
@@ -91,7 +106,7 @@ def check_id(value: str, where: str) -> str:
     return value
 
 
-def check_json_value(value: Any, where: str, depth: int = 0) -> None:
+def check_json_value(value: object, where: str, depth: int = 0) -> None:
     """``value`` can be stored as JSON and read back the same: strings (valid Unicode), finite
     numbers, booleans, None, lists/tuples and dicts with string keys, within the limits."""
     if value is None or isinstance(value, bool):
@@ -107,7 +122,8 @@ def check_json_value(value: Any, where: str, depth: int = 0) -> None:
             raise SignalError(f"{where} is {value!r}: numbers must be finite to be stored as JSON")
         return
     if isinstance(value, (list, tuple, Mapping)):
-        _check_container(value, where, depth)
+        _check_container(cast("list[Any] | tuple[Any, ...] | Mapping[Any, Any]", value), where,
+                         depth)
         return
     raise SignalError(
         f"{where} has unsupported type {type(value).__name__} (no JSON form): use strings, "
@@ -115,7 +131,9 @@ def check_json_value(value: Any, where: str, depth: int = 0) -> None:
     )
 
 
-def _check_container(value: Any, where: str, depth: int) -> None:
+def _check_container(
+    value: list[Any] | tuple[Any, ...] | Mapping[Any, Any], where: str, depth: int
+) -> None:
     bound = input_limits().max_depth
     if depth >= bound:
         top = where.split("[", 1)[0]  # the field, not a path as deep as the nesting
@@ -149,3 +167,173 @@ def check_limit(value: object, name: str) -> int:
 
         raise ConfigError(f"{name} must be a whole number >= 0, got {value!r}")
     return value
+
+
+# -- names, attributes, contents ------------------------------------------------------------------
+
+
+def check_name(name: object, what: str, where: str = "") -> str:
+    """Return ``name`` if it is a valid XML tag/attribute name for the model, else raise."""
+    suffix = f" in {where}" if where else ""
+    if not isinstance(name, str):
+        raise SignalError(f"{what}{suffix} must be a string, got {type(name).__name__}")
+    if name == "":
+        raise SignalError(f"{what}{suffix} must not be empty (names match {NAME_PATTERN})")
+    if not NAME_RE.fullmatch(name):
+        raise SignalError(f"invalid {what} {name!r}{suffix}: names must match {NAME_PATTERN}")
+    return name
+
+
+def _check_attribute_value(value: object, where: str, limits: InputLimits) -> None:
+    check_json_value(value, where)
+    if isinstance(value, str):
+        size = len(value) if value.isascii() else len(value.encode("utf-8"))
+    elif isinstance(value, (list, tuple, Mapping)):
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    else:
+        return  # a number, bool or None: small
+    if size > limits.max_attribute_bytes:
+        raise SignalError(
+            f"{where} is {size:,} bytes; the limit is {limits.max_attribute_bytes:,} "
+            "(setting max_attribute_bytes)"
+        )
+
+
+def check_attributes(attributes: object, what: str = "attributes") -> dict[str, Any]:
+    """Validate attribute names and values; return a new dict in the same order."""
+    if attributes is None:
+        return {}
+    given = as_mapping(attributes)
+    if given is None:
+        raise SignalError(f"{what} must be a dict, got {type(attributes).__name__}")
+    limits = input_limits()
+    if len(given) > limits.max_attributes:
+        raise SignalError(
+            f"{what} has {len(given)} attributes; the limit is {limits.max_attributes} "
+            "(setting max_attributes)"
+        )
+    out: dict[str, Any] = {}
+    for name, value in given.items():
+        name = check_name(name, "attribute name", what)
+        if name in _RESERVED_ATTRIBUTES:
+            raise SignalError(f"attribute name {name!r} in {what} is reserved by XML")
+        _check_attribute_value(value, f"{what}[{name!r}]", limits)
+        out[name] = value
+    return out
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def unknown_keys_error(
+    keys: set[str], allowed: frozenset[str] | set[str], what: str
+) -> SignalError:
+    """An error naming the unknown keys, the allowed ones, and the snake_case spelling of a
+    camelCase key from the reference (``tagName`` → ``tag_name``)."""
+    bad = sorted(keys)
+    hints = [f"{k!r} → {_snake_case(k)!r}" for k in bad if _snake_case(k) in allowed]
+    hint = f" (names are snake_case: {', '.join(hints)})" if hints else ""
+    return SignalError(
+        f"unknown key(s) {', '.join(map(repr, bad))} in {what}; "
+        f"allowed: {', '.join(sorted(allowed))}{hint}"
+    )
+
+
+def _check_part(value: object, where: str) -> dict[str, Any]:
+    part = as_mapping(value)
+    if part is None:
+        raise SignalError(f"{where} must be a dict part, got {type(value).__name__}")
+    kind = part.get("type")
+    if kind == "text":
+        if set(part) - _TEXT_PART_KEYS:
+            raise unknown_keys_error(set(part) - _TEXT_PART_KEYS, _TEXT_PART_KEYS, where)
+        if not isinstance(part.get("text"), str):
+            raise SignalError(f"{where} is a text part and needs 'text' as a string")
+        check_json_value(part.get("provider_options"), f"{where} provider_options")
+        return dict(part)
+    if kind == "file":
+        return _check_file_part(part, where)
+    raise SignalError(f"{where} has type {kind!r}; parts are 'text' or 'file'")
+
+
+def _check_file_part(part: Mapping[Any, Any], where: str) -> dict[str, Any]:
+    if set(part) - _FILE_PART_KEYS:
+        raise unknown_keys_error(set(part) - _FILE_PART_KEYS, _FILE_PART_KEYS, where)
+    has_data, has_url = part.get("data") is not None, part.get("url") is not None
+    if has_data == has_url:
+        raise SignalError(f"{where} is a file part and needs exactly one of 'data' or 'url'")
+    if not isinstance(part.get("media_type"), str) or not part["media_type"]:
+        raise SignalError(f"{where} is a file part and needs 'media_type' (e.g. 'image/png')")
+    out: dict[str, Any] = {k: v for k, v in part.items() if v is not None}
+    data = out.get("data")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        raw = cast("bytes | bytearray | memoryview[int]", data)
+        out["data"] = base64.b64encode(bytes(raw)).decode("ascii")  # stored as JSON
+    elif has_data and not isinstance(data, str):
+        raise SignalError(f"{where} 'data' must be base64 text or bytes")
+    if has_url and not isinstance(out["url"], str):
+        raise SignalError(f"{where} 'url' must be a string")
+    for key, value in out.items():
+        check_json_value(value, f"{where} {key!r}")
+    return out
+
+
+def check_contents(contents: object, what: str = "contents") -> str | list[dict[str, Any]]:
+    """Contents are a string or a list of text/file parts; their text within max_text_bytes."""
+    if isinstance(contents, str):
+        check_text(contents, what)
+        return contents
+    items = as_items(contents)
+    if items is not None:
+        parts = [_check_part(p, f"{what}[{i}]") for i, p in enumerate(items)]
+        _check_total_text(parts, what)
+        return parts
+    raise SignalError(
+        f"{what} must be a string or a list of text/file parts, got {type(contents).__name__}"
+    )
+
+
+def _check_total_text(parts: list[dict[str, Any]], what: str) -> None:
+    """Each text part is valid text; all of them together within max_text_bytes."""
+    limits = input_limits()
+    total = 0
+    for i, part in enumerate(parts):
+        if part["type"] == "text":
+            total += check_text(part["text"], f"{what}[{i}] text", limits)
+    if total > limits.max_text_bytes:
+        raise SignalError(
+            f"{what} text is {total:,} bytes; the limit is {limits.max_text_bytes:,} "
+            "(setting max_text_bytes)"
+        )
+
+
+def check_json_object(value: object, what: str) -> dict[str, Any]:
+    """A dict that can be stored as JSON (see ``check_json_value``), as a new dict."""
+    if value is None:
+        return {}
+    mapping = as_mapping(value)
+    if mapping is None:
+        raise SignalError(f"{what} must be a dict, got {type(value).__name__}")
+    check_json_value(mapping, what)
+    return dict(mapping)
+
+
+def as_mapping(value: object) -> Mapping[Any, Any] | None:
+    """``value`` if it is a mapping, else None. Its keys and values are the caller's, not
+    checked yet."""
+    return cast("Mapping[Any, Any]", value) if isinstance(value, Mapping) else None
+
+
+def as_given_dict(value: object) -> dict[Any, Any] | None:
+    """``value`` if it is a dict, else None. Its keys and values are the caller's, not checked
+    yet."""
+    return cast("dict[Any, Any]", value) if isinstance(value, dict) else None
+
+
+def as_items(value: object) -> list[Any] | tuple[Any, ...] | None:
+    """``value`` if it is a list or tuple, else None. Its items are the caller's, not checked
+    yet."""
+    if isinstance(value, list | tuple):
+        return cast("list[Any] | tuple[Any, ...]", value)
+    return None

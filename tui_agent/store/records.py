@@ -6,21 +6,21 @@ belong to is ``tui_agent.store.contract.Store``; ``tests/test_store_contract.py`
 A message is stored once: the history message and the echo of a signal are references to the
 signal's row (``signal_message``, ``signal_echo``), and the readers here (``message_record``,
 ``event_chunk``, ``taken_signal``) give them back whole, the model message rendered from the
-signal's data (``model_message_of``). ``tests/test_store_once.py`` checks both stores.
+signal's data (``model_message_of``, rendered by the signals layer: the store renders
+nothing itself). ``tests/test_store_once.py`` checks both stores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tui_agent.errors import StoreError
 from tui_agent.events import echo_source, echo_type
-from tui_agent.signals.data import Signal
-from tui_agent.signals.elements import neutralize_markup, to_model_message
 from tui_agent.store.codec import loads, new_id
 
 
@@ -251,16 +251,27 @@ def signal_echo(signal_id: str, signal_type: str, run_id: str | None) -> EventIn
     return EventIn(echo_type(signal_type), None, run_id, echo_source(signal_type), signal_id)
 
 
+#: Renders a stored signal's model message from its data. The store renders nothing itself:
+#: the signals layer, which owns what the model sees, installs it when it is loaded
+#: (``tui_agent.signals.stored.model_message_of``).
+_signal_renderer: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+
+def install_signal_renderer(render: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Set how a stored signal's model message is rendered from its data when read."""
+    global _signal_renderer
+    _signal_renderer = render
+
+
 def model_message_of(data: dict[str, Any]) -> dict[str, Any]:
-    """The model message of a stored signal, rendered from its data (whose attributes are the
-    branch's, merged when it was routed): what ``to_model_message(signal, branch)`` gave when
-    it was sent (tests/test_store_once.py checks both agree)."""
-    contents = data.get("contents")
-    if (data.get("type") == "user" and type(contents) is str
-            and not data.get("attributes") and not data.get("provider_options")):
-        return {"role": "user", "content": neutralize_markup(contents) if "<" in contents
-                else contents}  # the plain text message, most of what is sent
-    return to_model_message(Signal.model_construct(**data))
+    """The model message of a stored signal, from its data (see :func:`install_signal_renderer`)."""
+    render = _signal_renderer
+    if render is None:  # nothing above the store is loaded: no agent, memory or signals
+        raise StoreError(
+            "a stored signal's model message is rendered by tui_agent.signals, which is not "
+            "loaded: import tui_agent.signals (or tui_agent.memory) before reading signals"
+        )
+    return render(data)
 
 
 def stored_message(message: str | None, data: Any) -> dict[str, Any]:

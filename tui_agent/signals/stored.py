@@ -1,0 +1,109 @@
+"""A signal as the store keeps it, and back: the one record a routed signal becomes
+(:func:`signal_in`, its data with the branch's attributes merged), and the model message
+rendered from a stored signal's data when it is read (:func:`model_message_of`).
+
+The store keeps rows and renders nothing: it stores the data only (a message is stored once,
+tests/test_store_once.py) and asks the renderer installed here for the model message when a
+row is read (``tui_agent.store.records.install_signal_renderer``). A plain text message (most
+of what is sent) is written without pydantic or a JSON encoder (``plain_text_in``);
+tests/test_signal_fast_path.py proves it gives exactly the general path's record.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC
+from json import encoder as json_encoder
+from typing import Any
+
+from tui_agent.signals.data import PlainText, Signal
+from tui_agent.signals.elements import merge_checked, model_message, neutralize_markup
+from tui_agent.store.records import SignalIn, install_signal_renderer
+
+# json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
+_json_str = json_encoder.encode_basestring
+
+
+def branch_records(
+    sent: Signal | PlainText, active_attributes: dict[str, Any], idle_attributes: dict[str, Any]
+) -> tuple[SignalIn, SignalIn]:
+    """What the store keeps of a routed signal on each branch (if the thread is active, if it
+    is idle): one record when the branches' attributes are the same (the default), so it is
+    built once. A ``PlainText`` (only for branches without attributes) is written as its JSON
+    without a Signal (:func:`plain_text_in`)."""
+    if isinstance(sent, PlainText):
+        record = plain_text_in(sent.id, "user", sent.text, sent.created_json)
+        return record, record
+    when_active = signal_in(sent, active_attributes)
+    if active_attributes == idle_attributes:
+        return when_active, when_active
+    return when_active, signal_in(sent, idle_attributes)
+
+
+def signal_in(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
+    """The signal as stored for one branch: the model message and the echo payload, both with
+    the branch's attributes merged over the signal's own."""
+    if not branch_attributes and is_plain_text(signal):
+        return plain_signal_in(signal)
+    return signal_in_general(signal, branch_attributes)
+
+
+def signal_in_general(signal: Signal, branch_attributes: dict[str, Any]) -> SignalIn:
+    """:func:`signal_in` for any signal (the reference the plain-text fast path is tested
+    against)."""
+    data = signal.model_dump(mode="json")
+    data["attributes"] = merge_checked(signal.attributes, branch_attributes)
+    # Only the data: the store renders the model message from it when read (and so does
+    # ``SignalIn.message``, if someone asks: the memoryless path).
+    return SignalIn(signal.id, signal.type, None, data, derived_message=True)
+
+
+def is_plain_text(signal: Signal) -> bool:
+    """A user message of one string with nothing else set: most of what is sent."""
+    return (
+        signal.type == "user"
+        and type(signal.contents) is str
+        and type(signal.id) is str
+        and type(signal.tag_name) is str
+        and not (signal.attributes or signal.metadata or signal.provider_options)
+        and signal.created_at.tzinfo is UTC
+    )
+
+
+def plain_signal_in(signal: Signal) -> SignalIn:
+    """:func:`signal_in_general` for a plain text message, without pydantic's dump or a
+    JSON encoder: the same message and data, and the data's JSON built here (the store writes
+    it as it is; the text is encoded once). tests/test_signal_fast_path.py proves both paths
+    store the same rows and give the model the same message."""
+    text = signal.contents
+    assert isinstance(text, str) and signal.tag_name is not None
+    created = signal.created_at.isoformat()[:-6] + "Z"  # pydantic's JSON form of a UTC time
+    return plain_text_in(signal.id, signal.tag_name, text, created)
+
+
+def plain_text_in(signal_id: str, tag_name: str, text: str, created: str) -> SignalIn:
+    """:func:`plain_signal_in` from the fields of a plain text message (a ``PlainText`` sent
+    needs no Signal for it), ``created`` its time as pydantic writes it in JSON."""
+    data_json = (
+        f'{{"id":{_json_str(signal_id)},"type":"user","tag_name":{_json_str(tag_name)},'
+        f'"contents":{_json_str(text)},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
+        f'"created_at":"{created}"}}'
+    )
+    # Only the JSON: the store writes it as it is, and renders the model message from it when
+    # read. Its data and message are made from it if someone asks (the memoryless path).
+    return SignalIn(signal_id, "user", None, None, data_json, derived_message=True)
+
+
+def model_message_of(data: dict[str, Any]) -> dict[str, Any]:
+    """The model message of a stored signal, rendered from its data (whose attributes are the
+    branch's, merged and checked when it was routed): what ``to_model_message(signal,
+    branch)`` gave when it was sent (tests/test_store_once.py checks both agree)."""
+    contents = data.get("contents")
+    if (data.get("type") == "user" and type(contents) is str
+            and not data.get("attributes") and not data.get("provider_options")):
+        return {"role": "user", "content": neutralize_markup(contents) if "<" in contents
+                else contents}  # the plain text message, most of what is sent
+    signal = Signal.model_construct(**data)
+    return model_message(signal, signal.attributes)
+
+
+install_signal_renderer(model_message_of)
