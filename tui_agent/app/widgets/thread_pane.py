@@ -103,7 +103,8 @@ class ThreadPane(Vertical):
             yield StatePanel(lambda: self.feed, shown=self._show_state, id="pane-side")
         yield WaitingSignals(id="pane-waiting")
         yield Static("", id="pane-status", markup=False)
-        yield Composer(self._identity, id="composer")
+        yield Composer(self._identity, entries=lambda: self.feed.transcript.entries,
+                       id="composer")
 
     async def on_mount(self) -> None:
         self.start_feed()
