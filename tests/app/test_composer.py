@@ -10,6 +10,7 @@ from helpers.app import AppFactory, drained, kinds, pane_of, until
 from helpers.common import Held
 from textual import events
 
+from tui_agent.app.alt_enter import ESC_CR, register_alt_enter
 from tui_agent.app.app import binding_scopes
 from tui_agent.app.keymap import COMPOSER_KEYS, check_keymap
 from tui_agent.app.widgets.composer import Composer, editing_bindings
@@ -79,6 +80,23 @@ async def test_the_newline_keys_start_a_line_and_enter_sends_and_clears(
         assert kinds(pane) == ["user", "assistant"]
 
 
+async def test_keys_arriving_at_once_act_in_the_order_they_were_typed(
+    make_app: AppFactory,
+) -> None:
+    """As from tmux or a fast typist: one read from the terminal, several keys."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane, composer = await opened(pilot)
+        for key in ("a", "ctrl+j", "b", "c", "alt+enter", "d"):
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await until(pilot, lambda: len(composer.value) == 6, "every key typed")
+        assert composer.value == "a\nbc\nd"
+        for key in ("e", "enter", "f"):
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await until(pilot, lambda: kinds(pane) == ["user", "assistant"], "the answer")
+        assert texts(pane)[0] == "a\nbc\nde" and composer.value == "f"
+
+
 async def test_the_keymap_remaps_the_newline_and_send_keys_by_their_ids(
     make_app: AppFactory,
 ) -> None:
@@ -92,6 +110,15 @@ async def test_the_keymap_remaps_the_newline_and_send_keys_by_their_ids(
         await until(pilot, lambda: kinds(pane) == ["user", "assistant"], "the answer")
         assert texts(pane)[0] == "a\nbc"
     assert check_keymap(app.config.keymap, binding_scopes())[1] == []  # no clash with tool.toggle
+
+
+def test_alt_enter_sent_as_esc_cr_is_alt_enter_not_enter() -> None:
+    from textual._xterm_parser import XTermParser
+
+    register_alt_enter()
+    parser = XTermParser()
+    keys = [getattr(event, "key", None) for event in parser.feed(f"a{ESC_CR}\r")]
+    assert keys == ["a", "alt+enter", "enter"]
 
 
 def test_the_keymap_knows_every_key_the_composer_edits_with() -> None:

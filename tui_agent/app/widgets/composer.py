@@ -18,11 +18,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import TextArea
 
+from tui_agent.app.alt_enter import register_alt_enter
 from tui_agent.app.composer_history import Recall, Sent, own_messages
 from tui_agent.app.transcript import Entry
 
@@ -109,6 +111,8 @@ def _need(value: object, usage: str) -> None:
 
 
 
+# What the composer does in turn with the typed keys (see ``Composer._on_key``).
+SEQUENCED_ACTIONS = frozenset({"submit", "newline"})
 # TextArea keys the pane and the app use: theirs win (scrolling, next pane, copy the answer).
 TAKEN_KEYS = frozenset({"pageup", "pagedown", "f6", "ctrl+y"})
 
@@ -140,7 +144,7 @@ class Composer(TextArea, inherit_bindings=False):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         *editing_bindings(),
-        Binding("enter", "submit", "Send", show=False, priority=True, id="composer.submit"),
+        Binding("enter", "submit", "Send", show=False, id="composer.submit"),
         Binding("shift+enter,ctrl+j,alt+enter", "newline", "New line", show=False,
                 id="composer.newline"),
         Binding("ctrl+t", "toggle_queue", "Queue/now", id="composer.toggle_queue"),
@@ -168,6 +172,9 @@ class Composer(TextArea, inherit_bindings=False):
         self._recall = Recall()
         self._sent: list[Sent] = []  # sent, not in the transcript yet
         self._show_mode()
+
+    def on_mount(self) -> None:
+        register_alt_enter()  # else ESC CR arrives as Enter, and sends
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """As tall as the text, up to a third of the pane with the border (then it scrolls);
@@ -197,6 +204,26 @@ class Composer(TextArea, inherit_bindings=False):
 
     def action_newline(self) -> None:
         self.insert("\n")
+
+    async def _on_key(self, event: events.Key) -> None:
+        """Send and new line act here, in turn with the keys typed around them: as bindings
+        they would run once the key had bubbled up to the app, after the keys typed next
+        (tmux, a fast typist), and TextArea would make Enter a new line first."""
+        action = self._own_action(event.key)
+        if action is None:
+            await super()._on_key(event)
+            return
+        event.stop()
+        event.prevent_default()
+        await self.run_action(action)
+
+    def _own_action(self, key: str) -> str | None:
+        """The composer's action on ``key`` now (the keymap applied), if send or new line."""
+        active = self.screen.active_bindings.get(key)
+        if active is None or active.node is not self:
+            return None
+        action = active.binding.action
+        return action if action in SEQUENCED_ACTIONS else None
 
     # -- history -------------------------------------------------------------------------------
 
