@@ -223,6 +223,49 @@ async def test_width_change_rewraps() -> None:
         assert "more words" in " ".join(streaming.text_lines())
 
 
+MIXED = (
+    "Plan:\n\n"
+    "- first, a loose item\n\n"
+    "- second, with a nested list:\n"
+    "  - nested one\n"
+    "  - nested two\n\n"
+    "- third\n\n"
+    "| step | owner |\n|------|-------|\n| build | ana |\n| ship | bo |\n\n"
+    "```python\ndef ship():\n\n    return 'v2.4'\n```\n\n"
+    "1. numbered and loose\n\n2. again\n\nDone, with a last line that wraps at narrow widths."
+)
+
+
+@pytest.mark.parametrize("sizes", [(40, 72, 28, 55), (80, 33, 61)])
+async def test_resizing_while_it_streams_ends_as_the_final_width_renders_it(
+    sizes: tuple[int, ...],
+) -> None:
+    """Width changes at any moment of a stream (a terminal resize, a scrollbar, a panel
+    opening) never raise, and the finished answer is the one its last width renders from
+    scratch (a loose list once crashed here: its blocks were kept as a plain list)."""
+    app = Host()
+    async with app.run_test(size=(WIDTH, 60)) as pilot:
+        widget = await streamed_widget(app, pilot)
+        cuts = [len(MIXED) * (k + 1) // (len(sizes) + 1) for k in range(len(sizes))]
+        start = 0
+        for cut, width in zip(cuts, sizes, strict=True):
+            for char in MIXED[start:cut]:
+                widget.append(char)
+                widget.flush()
+            start = cut
+            await pilot.resize_terminal(width, 60)
+            await pilot.pause()
+            assert widget.text_lines()  # rendered at the new width mid-stream
+        widget.append(MIXED[start:])
+        widget.finish()
+        widget.text_lines()  # the final render starts in its worker thread...
+        await pilot.resize_terminal(sizes[0], 60)  # ... and the width changes under it
+        await pilot.pause()
+        shown = await final_lines(widget)
+        assert widget.size.width == sizes[0]
+        assert shown == await reference_lines(app, pilot, MIXED)
+
+
 async def test_appending_to_the_tail_renders_finished_blocks_once() -> None:
     blocks = 40
     text = "".join(f"Paragraph {k} has some words in it.\n\n" for k in range(blocks))
@@ -444,3 +487,31 @@ def test_packed_lines_read_back_as_packed_and_cost_the_collector_nothing() -> No
     gc.collect()  # ... then the tuples that hold them
     # a few objects for the container and its styles, not one or more per line
     assert len(gc.get_objects()) - tracked_before < len(lines) // 10
+
+
+TAGGED = '<message id="1">hi</message>\n\nline one<br>line two\n\n<div>\n\nkept\n</div>'
+TAGGED_LINES = ['<message id="1">hi</message>', "", "line one<br>line two", "", "<div>", "",
+                "kept </div>"]  # a soft line break is a space, as Markdown says
+
+
+async def test_html_like_tags_show_as_text_streamed_and_finished() -> None:
+    """An answer that starts with ``<`` (the local model's ``<message id=…>``) or holds tags
+    shows them as written: rich would drop HTML and leave an empty answer."""
+    app = Host()
+    async with app.run_test(size=(WIDTH, 40)) as pilot:
+        widget = await streamed_widget(app, pilot, TAGGED)
+        assert widget.text_lines() == TAGGED_LINES
+        widget.finish()
+        assert await final_lines(widget) == TAGGED_LINES
+        assert await reference_lines(app, pilot, TAGGED) == TAGGED_LINES
+
+
+def test_the_terminal_renderer_shows_tags_as_text_too() -> None:
+    from io import StringIO
+
+    from tui_agent.cli.render import MarkdownBlock, make_console
+
+    out = StringIO()
+    make_console(out).print(MarkdownBlock(TAGGED))
+    shown = [line.rstrip() for line in out.getvalue().split("\n")]
+    assert shown[: len(TAGGED_LINES)] == TAGGED_LINES

@@ -14,7 +14,6 @@ from tui_agent.app.bridge import FIRST_PAGE
 from tui_agent.app.screens.confirm import ConfirmScreen
 from tui_agent.app.widgets import thread_pane
 from tui_agent.app.widgets.assistant_message import AssistantMessage
-from tui_agent.app.widgets.markdown_stream import MarkdownStream
 from tui_agent.app.widgets.transcript_view import MAX_ENTRIES, TranscriptView
 from tui_agent.app.widgets.waiting_signals import WaitingSignals
 
@@ -250,8 +249,9 @@ async def test_an_answers_end_shows_at_once_not_at_the_panes_next_tick(
 
         def shown() -> bool:
             answers = list(pane.query(AssistantMessage))
-            return bool(answers) and "the last words" in answers[-1].query_one(
-                MarkdownStream).markdown
+            stream = answers[-1].stream if answers else None
+            return (stream is not None and stream.is_mounted
+                    and "the last words" in stream.markdown)
 
         await until(pilot, shown, "the answer's end on screen", timeout=10)
         await until(pilot, lambda: pane.header_state.state == "idle", "the pane idle")

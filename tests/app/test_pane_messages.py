@@ -11,7 +11,6 @@ from pydantic import BaseModel
 
 from tui_agent import create_tool
 from tui_agent.app.widgets.assistant_message import AssistantMessage
-from tui_agent.app.widgets.markdown_stream import MarkdownStream
 from tui_agent.app.widgets.run_marker import RunMarker
 from tui_agent.app.widgets.signal_line import SignalLine
 from tui_agent.app.widgets.tool_call import ToolCall
@@ -42,7 +41,7 @@ async def test_a_message_typed_in_the_composer_is_answered_in_the_pane(
         assert user.entry.author == "zoe" and user.entry.source == "cli"
         assert "zoe" in screen_text(user) and "hi all" in screen_text(user)
         answer = pane.query_one(AssistantMessage)
-        assert "Hello there" in screen_text(answer.query_one(MarkdownStream))  # bold, no **
+        assert "Hello there" in screen_text(answer.stream)  # bold, no **
         assert pane.query_one("#pane-status").render().plain.startswith("↪ wake → run")
         assert "idle" in pane.header_state.state
 

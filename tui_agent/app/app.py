@@ -111,6 +111,22 @@ class TuiAgentApp(App[int]):
         self._demo_stop: Any = None
         self._unread: dict[str, int] = {}  # inbox records pending or delivered, per thread
         self._focus_pending: ThreadPane | None = None  # moved by the app, not landed yet
+        self.crash: BaseException | None = None  # the unhandled exception that ended the app
+
+    # -- a crash -------------------------------------------------------------------------------
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Textual's hook for an unhandled exception (it ends the app with return code 1):
+        keep the first one for the crash file (``tui_agent.app.crash``)."""
+        if self.crash is None:
+            self.crash = error
+        super()._handle_exception(error)
+
+    def _fatal_error(self) -> None:
+        """Textual would print the traceback with every frame's local variables (a key may be
+        one) to the terminal: the crash file has it instead, redacted. Exit as Textual does."""
+        self.bell()
+        self.exit(return_code=1)
 
     # -- layout --------------------------------------------------------------------------------
 

@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tui_agent.app.crash import EXIT_CRASHED, crash_line, write_crash_report
+
 DEMO_CSS = Path(__file__).parent / "demo.tcss"  # demo.tcss at the repository's top, shipped
+CLOSE_S = 5.0  # how long the app's last runs may take to end once it exits
 
 
 def build_config(args: argparse.Namespace, agent: Any) -> Any:
@@ -42,6 +45,7 @@ def build_config(args: argparse.Namespace, agent: Any) -> Any:
 
 
 async def run_app(args: argparse.Namespace) -> int:
+    """Run the app; 0 when you quit, 1 (and a crash file) when a bug ended it."""
     from tui_agent.app.app import TuiAgentApp
     from tui_agent.app.gc_policy import settle_garbage_collector
 
@@ -60,6 +64,7 @@ async def run_app(args: argparse.Namespace) -> int:
         return config
 
     extra_css = [str(DEMO_CSS)] if args.demo else []
+    app: TuiAgentApp | None = None
     try:
         if sys.stderr.isatty():  # paint first, boot behind the first screen
             app = TuiAgentApp(boot=boot, extra_css=extra_css)
@@ -68,9 +73,14 @@ async def run_app(args: argparse.Namespace) -> int:
         settle_garbage_collector()
         result = await app.run_async()
     finally:
+        if app is not None:  # after a crash too: the runs this app owned end aborted
+            await app.shutdown()
         for agent in built:
-            await agent.close()
+            await agent.close(timeout=CLOSE_S)
             await agent.memory.store.close()
+    if app.crash is not None:
+        print(crash_line(app.crash, write_crash_report(app.crash)), file=sys.stderr)
+        return EXIT_CRASHED
     if app.startup_error is not None:
         raise app.startup_error
     return int(result or 0)

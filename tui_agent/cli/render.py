@@ -16,6 +16,7 @@ import zlib
 from collections.abc import Iterator
 from typing import IO, Any
 
+from markdown_it import MarkdownIt
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
@@ -149,6 +150,12 @@ def quiet_terminal() -> Iterator[TerminalEcho]:
         echo.restore()
 
 
+# rich's Markdown drops HTML (a reply of ``<message id="1">hi</message>`` would show "hi" or
+# nothing): parsed with HTML off, tags are text (tests/test_render.py).
+_LITERAL_HTML = (MarkdownIt().enable("strikethrough").enable("table")
+                 .disable(["html_block", "html_inline"]))
+
+
 class MarkdownBlock:
     """Markdown without the blank line rich puts above a list or a code block (blocks are
     rendered one by one here, so that line would double the gap between them)."""
@@ -159,7 +166,9 @@ class MarkdownBlock:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if not self.text.strip():
             return
-        lines = console.render_lines(Markdown(self.text), options, pad=False)
+        markdown = Markdown(self.text)
+        markdown.parsed = _LITERAL_HTML.parse(self.text)  # tags shown as text, never dropped
+        lines = console.render_lines(markdown, options, pad=False)
         while lines and not "".join(segment.text for segment in lines[0]).strip():
             lines.pop(0)
         for line in lines:

@@ -37,15 +37,17 @@ class AssistantMessage(Vertical):
     def __init__(self, entry: Entry) -> None:
         super().__init__()
         self.entry = entry
-        self._shown = 0  # characters of entry.text already handed to the stream
-        self._status = ""
+        self._shown = len(entry.text)  # characters of entry.text already handed to the stream
+        self._status = entry.status
+        # Made here, not in compose: the pane may refresh this entry before Textual has
+        # composed it (a mount is awaited, its children's compose is not), and the text it
+        # appends then must reach the stream (tests/app/test_pane_controls.py).
+        self.stream = MarkdownStream(entry.text, finished=entry.status != "streaming")
+        self._head_line = Static(self._head(), classes="assistant--head", markup=False)
 
     def compose(self) -> ComposeResult:
-        yield Static(self._head(), classes="assistant--head", markup=False)
-        done = self.entry.status != "streaming"
-        self._shown = len(self.entry.text)
-        self._status = self.entry.status
-        yield MarkdownStream(self.entry.text, finished=done)
+        yield self._head_line
+        yield self.stream
 
     def _head(self) -> Content:
         label, style = STATUS_LABELS.get(self.entry.status, ("", ""))
@@ -58,7 +60,7 @@ class AssistantMessage(Vertical):
         return self.entry.text
 
     def refresh_entry(self) -> None:
-        stream = self.query_one(MarkdownStream)
+        stream = self.stream
         text = self.entry.text
         if len(text) > self._shown:
             stream.append(text[self._shown :])
@@ -71,4 +73,4 @@ class AssistantMessage(Vertical):
                 # refreshed whole: while the answer streamed in view, that became all of this
                 # container's lines (and their crops). Let them go now it is finished.
                 self.refresh()
-            self.query_one(".assistant--head", Static).update(self._head())
+            self._head_line.update(self._head())

@@ -168,6 +168,7 @@ class Composer(TextArea, inherit_bindings=False):
         self.highlight_cursor_line = False
         self.identity = identity
         self.queue_mode = False
+        self.cursor_blink = False  # a steady cursor: an idle app paints nothing
         self._entries = entries
         self._recall = Recall()
         self._sent: list[Sent] = []  # sent, not in the transcript yet

@@ -90,6 +90,7 @@ class InboxList(ScrollView, can_focus=True):
         self._styles: dict[str, Style] = {}  # parsed span styles, for ``_styles_theme``
         self._styles_theme = ""
         self.rows_rendered = 0  # rows rendered (not from the cache): a diagnostic for benches
+        self._ages_shown: tuple[int, tuple[str, ...]] = (0, ())  # for ``refresh_ages``
         self.changed_at: Callable[[InboxRecord], datetime] = attrgetter("updated_at")
         """When a row's record last changed, for its age (the sidebar keeps it where it was
         when it acted on it)."""
@@ -132,6 +133,18 @@ class InboxList(ScrollView, can_focus=True):
         if 0 <= index < len(self.rows):
             self.marked ^= {self.rows[index].id}
             self._refresh_row(index)
+
+    def refresh_ages(self) -> None:
+        """Repaint if an age in view changed (ages change at most once a minute): an idle
+        inbox does no render work (benchmarks/bench_app_idle.py)."""
+        now = self.clock()
+        top = int(self.scroll_y)
+        first, last = self._row_at(top), self._row_at(top + self.size.height)
+        ages = tuple(age_of(self.changed_at(record), now)
+                     for record in self.rows[first : last + 1])
+        if (first, ages) != self._ages_shown:
+            self._ages_shown = (first, ages)
+            self.refresh()
 
     # -- moving --------------------------------------------------------------------------------
 

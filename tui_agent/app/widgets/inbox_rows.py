@@ -39,12 +39,19 @@ INDENT = "      "  # lines 2 and 3 start under the priority word
 
 
 def age_text(seconds: float) -> str:
-    """``4s``, ``3m``, ``2h``, ``5d`` (a clock a little ahead of a record shows ``0s``)."""
+    """``now`` (under a minute), ``3m``, ``2h``, ``5d``: it changes at most once a minute, so
+    an idle inbox stays still (a clock a little ahead of a record shows ``now``)."""
     seconds = max(0.0, seconds)
     for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
         if seconds >= size:
             return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds)}s"
+    return "now"
+
+
+def ago(moment: datetime | None, now: float) -> str:
+    """``just now`` or ``3m ago``, for a sentence."""
+    age = age_of(moment, now)
+    return "just now" if age == "now" else f"{age} ago"
 
 
 def age_of(moment: datetime | None, now: float) -> str:
@@ -119,11 +126,11 @@ def detail_text(record: InboxRecord, now: float) -> Content:
     the list."""
     status, style = status_label(record)
     symbol, priority_style = PRIORITY_LOOK.get(record.priority, ("?", ""))
-    times = [f"created {age_of(record.created_at, now)} ago"]
+    times = [f"created {ago(record.created_at, now)}"]
     if record.updated_at != record.created_at:
-        times.append(f"changed {age_of(record.updated_at, now)} ago")
+        times.append(f"changed {ago(record.updated_at, now)}")
     if record.delivered_at is not None:
-        times.append(f"delivered {age_of(record.delivered_at, now)} ago")
+        times.append(f"delivered {ago(record.delivered_at, now)}")
     parts: list[str | tuple[str, str]] = [
         (f"{symbol} {record.priority}", priority_style), " ",
         (f"{record.source}/{record.kind}", "bold"),

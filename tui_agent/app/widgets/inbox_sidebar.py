@@ -129,6 +129,7 @@ class InboxSidebar(Vertical):
         self._scope: frozenset[str] | None = None
         self._ordered: list[InboxRecord] = []
         self._pins: dict[str, datetime] = {}  # records acted on here keep their place
+        self._detail_shown: tuple[object, str] | None = None  # the detail panel's record, text
         self._ordered_for: tuple[int, str] = (-1, "")
         self._more = False  # the search found more than it shows
         self._last_error = ""
@@ -211,15 +212,19 @@ class InboxSidebar(Vertical):
         detail = self.query_one("#inbox-detail", Static)
         if record is None:
             empty = "loading…" if not self.feed.loaded else "nothing here"
-            detail.update(Content.styled(empty, "$text-muted"), layout=False)
+            content = Content.styled(empty, "$text-muted")
         else:
-            detail.update(detail_text(record, self.clock()), layout=False)
+            content = detail_text(record, self.clock())
+        shown = (record, content.plain)
+        if shown != self._detail_shown:  # the same text again would repaint it for nothing
+            self._detail_shown = shown
+            detail.update(content, layout=False)
 
     def _tick(self) -> None:
         if self.mine and frozenset(self._pane_threads()) != self._scope:
             self.refresh_view()
         elif self.display:
-            self.inbox_list.refresh()  # ages (cached rows are keyed by their age text)
+            self.inbox_list.refresh_ages()
             self._show_detail(self.inbox_list.current)
 
     # -- the feed ------------------------------------------------------------------------------

@@ -41,7 +41,10 @@ _UNCHANGED = 1 << 30
 # rich's ``Markdown`` builds this parser (the same plugins) for every instance, which costs more
 # than parsing a block: one is shared here, and each render copies a prototype ``Markdown``.
 LIGHT_MARKDOWN_STYLES = RichTheme({"markdown.code": "bold #0b5cad on #e3e8f0"})
-_PARSER = MarkdownIt().enable("strikethrough").enable("table")
+# HTML is off: an answer's tags (a small model often starts with ``<message id=…>``, ``<br>``)
+# are shown as the text they are, where rich would drop them and leave an empty answer.
+_PARSER = (MarkdownIt().enable("strikethrough").enable("table")
+           .disable(["html_block", "html_inline"]))
 _PROTOTYPES: dict[str, Markdown] = {}
 
 
@@ -313,7 +316,7 @@ class MarkdownStream(Widget):
                 self._changed_from = 0
             return
         if self._block_sources and not self._blocks:  # a new width or theme: all blocks again
-            self._lines = []
+            self._lines = PackedLines()
             for source in self._block_sources:
                 self._add_block(self._render_block(source))
             self._changed_from = 0
@@ -372,6 +375,8 @@ class MarkdownStream(Widget):
                 self._changed_from = 0
                 if self.is_mounted:
                     self.refresh(layout=True)
+            elif self._finished and self.is_mounted:
+                self.refresh(layout=True)  # the width or theme changed meanwhile: render anew
 
         self._final_task = asyncio.get_running_loop().create_task(render())
 
@@ -389,9 +394,17 @@ class MarkdownStream(Widget):
             self._final_task.cancel()
 
     async def wait_final(self) -> None:
-        """Until the finished answer's one-shot render (if one is under way) is on screen."""
-        while self._final_task is not None:
-            await asyncio.shield(self._final_task)
+        """Until the finished answer's one-shot render for the current width (if it needs
+        one) is on screen: a render that a width change made stale is followed by the next."""
+        while True:
+            if self._final_task is None and self._finished and self._final is None:
+                if not self.is_mounted or self.size.width <= 0:
+                    return
+                self._prepare(self.size.width)  # starts the render for this width
+            task = self._final_task
+            if task is None:
+                return
+            await asyncio.shield(task)
 
     def _drop_strips(self) -> None:
         self._blocks = []

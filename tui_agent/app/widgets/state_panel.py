@@ -139,6 +139,7 @@ class StatePanel(Vertical):
         self._shown = shown
         self._lane_nodes: dict[str, Any] = {}  # lane id -> its node in the lanes tree
         self._highlight: dict[str, float] = {}  # lane id -> monotonic time the highlight ends
+        self._ages_shown: tuple[object, ...] = ()  # what the last tick drew: highlights, ages
         self._open: dict[tuple[str, Path], bool] = {}  # nodes the user opened or closed
         self._dirty = True
         self._reading = False
@@ -311,14 +312,26 @@ class StatePanel(Vertical):
         return parts
 
     def _tick(self) -> None:
-        """Keep ages current and end highlights (only while shown)."""
+        """Keep ages current and end highlights (only while shown), repainting only when one
+        of them changed: an idle panel does no render work."""
         if not self._shown:
             return
         now = time.monotonic()
         self._highlight = {lane: end for lane, end in self._highlight.items() if end > now}
+        clock = self.clock()
+        history = self.history
+        shown = (frozenset(self._highlight),
+                 tuple(format_age(clock - lane.updated_at.timestamp())
+                       for lane in self.lanes.values()),
+                 None if history is None else tuple(
+                     format_age(clock - entry.updated_at.timestamp())
+                     for entry in history.shown))
+        if shown == self._ages_shown:
+            return
+        self._ages_shown = shown
         for node in self._lane_nodes.values():
             node.refresh()
-        if self.history is not None:
+        if history is not None:
             self._show_history_text()
 
     def _show_title(self) -> None:

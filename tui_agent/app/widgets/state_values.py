@@ -18,14 +18,14 @@ MAX_CHANGES = 50  # a change list longer than this is cut (the caller says how m
 
 
 def format_age(seconds: float) -> str:
-    """``"just now"``, ``"3 s ago"``, ``"4 min ago"``, ``"2 h ago"`` or ``"3 d ago"``."""
+    """``"just now"`` (under a minute), ``"4 min ago"``, ``"2 h ago"`` or ``"3 d ago"``: an
+    age changes at most once a minute, so an idle screen stays still (benchmarks/
+    bench_app_idle.py)."""
     seconds = max(0.0, seconds)
-    if seconds < 1:
-        return "just now"
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
             return f"{int(seconds // size)} {unit} ago"
-    return f"{int(seconds)} s ago"
+    return "just now"
 
 
 def scalar_text(value: Any) -> tuple[str, str]:

@@ -43,6 +43,10 @@ class TranscriptView(VerticalScroll, can_focus=True):
         layout: stream;
         height: 1fr;
         scrollbar-size-vertical: 1;
+        /* The scrollbar's column is kept whether or not it shows: a width that changed with the
+           content's height would re-wrap the answers, change their height, and could flip the
+           scrollbar on and off for ever (an answer alternating between raw and rendered). */
+        scrollbar-gutter: stable;
         background: $background;
     }
     """
