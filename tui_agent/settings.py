@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     thread: str = "main"
     theme: str | None = None  # None: the remembered choice, else tui-agent-dark
     keymap: dict[str, str] = Field(default_factory=dict)  # binding id → keys, "ctrl+x,f5"
+    # The app's sidebars where there is room for them (f2 / f3 and a click keep the choice).
+    show_inbox: bool = True
+    show_state: bool = True
     agents: list[AgentSettings] = Field(default_factory=list)
     default_agent: str | None = None
     lease_ttl_s: float | None = None

@@ -496,6 +496,7 @@ async def test_the_demo_opens_with_the_inbox_shown(
     monkeypatch.setattr(TuiAgentApp, "_run_demo", lambda app: None)  # its feed is not the point
     app = make_app()
     app.config.demo = True
+    app.config.show_inbox = True  # the settings' default (tui_agent/settings.py)
     async with app.run_test(size=(160, 48)) as pilot:
         await until(pilot, lambda: inbox(app).display, "the inbox shown")
 

@@ -152,7 +152,7 @@ async def test_scrolled_up_pane_buffers_new_output_and_end_resumes_following(
         await agent.wait_for_local_runs()
         await until(pilot, lambda: view.unseen >= 2, "new entries counted, not mounted")
         assert view.widget_count() == mounted
-        assert "new ↓" in status_line(pane)
+        assert "new ·" in status_line(pane)
         await pilot.press("pagedown", "pagedown", "pagedown")
         await until(pilot, lambda: view.following and view.unseen == 0, "following again")
         await drained(pilot, pane)

@@ -42,7 +42,9 @@ async def test_a_message_typed_in_the_composer_is_answered_in_the_pane(
         assert "zoe" in screen_text(user) and "hi all" in screen_text(user)
         answer = pane.query_one(AssistantMessage)
         assert "Hello there" in screen_text(answer.stream)  # bold, no **
-        assert pane.query_one("#pane-status").render().plain.startswith("↪ wake → run")
+        # "↪ wake → run" said where the message went; it goes once that run has ended
+        await until(pilot, lambda: not str(pane.query_one("#pane-status").render()),
+                    "the route's line gone with its run")
         assert "idle" in pane.header_state.state
 
 
@@ -161,3 +163,15 @@ async def test_a_pane_joining_mid_run_shows_that_run_from_its_start_once(
         await drained(pilot, pane)
         texts = [e.text for e in pane.feed.transcript.entries]
         assert texts == ["first question", "the answer"]
+
+
+async def test_a_notification_typed_by_hand_shows_no_empty_fields(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = pane_of(app)
+        await until(pilot, lambda: pane.feed.attached, "the pane subscribed")
+        await type_and_send(pilot, "/signal notification the deploy is done")
+        await until(pilot, lambda: bool(pane.query(SignalLine)), "the notification's line")
+        line = screen_text(pane.query(SignalLine).first())
+        assert "✉ notification" in line and "the deploy is done" in line
+        assert "/ ()" not in line and "· /" not in line

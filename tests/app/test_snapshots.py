@@ -493,3 +493,48 @@ def test_thread_picker(
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
+
+
+# -- the demo's screen at the three common terminal sizes ----------------------------------------
+DEMO_SIZES = {"80x24": (80, 24), "120x35": (120, 35), "200x50": (200, 50)}
+DEMO_ANSWER = "Yes: v2.4 ships today once **#42** is merged.\n\n- CI is green\n- notes drafted\n"
+
+
+@pytest.mark.parametrize("size", list(DEMO_SIZES))
+def test_the_demo_screen_fits_the_terminal(
+    snap_compare: Compare, tmp_path: Path, size: str,
+) -> None:
+    """The screen of ``tui-agent --demo`` (the release-day thread, its lanes and inbox, with
+    two more threads open): one pane and no sidebars at 80×24, two panes stacked beside the
+    inbox at 120×35, the grid with the inbox and the state panel at 200×50."""
+    question = "Good morning! Are we still shipping v2.4 today?"
+    model = SnapModel(default=DEMO_ANSWER)
+    app = make_app(tmp_path, model, threads=[], notifications={"dispatch_interval_s": 3600})
+    app.config.show_inbox = app.config.show_state = True
+    agent = app.config.agent
+    demo = {"resource_id": "demo", "thread_id": "demo"}
+
+    async def run_before(pilot: Any) -> None:
+        memory = agent.memory
+        await memory.create_thread("demo", resource_id="demo", title="Demo: release day")
+        for resource, thread in (("team", "standup"), ("ops", "ci"), ("demo", "demo")):
+            app.open_pane(resource, thread)
+        await ready(pilot, "dark")
+        pane = app.panes[-1]
+        await agent.send_state_signal(
+            {"id": "browser", "mode": "snapshot", "cache_key": "1",
+             "value": {"title": "PR #42 · login fix",
+                       "tabs": ["https://github.com/acme/app/pull/42"]}},
+            if_idle=PERSIST, **demo)
+        ana = {"contents": question, "attributes": {"name": "Ana", "from": "slack"}}
+        await agent.send_message(ana, **demo).accepted
+        await until(pilot, lambda: kinds(pane) == ["signal", "user", "assistant"], "the answer")
+        await drained(pilot, pane)
+        await agent.send_notification_signal(
+            {"source": "ci", "kind": "build_failed", "priority": "low",
+             "summary": "Build #101 failed on main: test_login"}, **demo)
+        await until(pilot, lambda: pane.header_state.unread == 1, "the record unread")
+        await focused_composer(pilot, pane)
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=DEMO_SIZES[size], run_before=run_before)

@@ -1,6 +1,7 @@
 """``TuiAgentApp``: a grid of live thread panes on one agent.
 
-Up to ``MAX_VISIBLE`` panes show at once in a grid; more stay open (listed in the pane bar,
+As many panes as the terminal has room for show at once (``tui_agent/app/layout.py``: one at
+80×24, two at 120×35, a 2×2 grid at 200×50); more stay open as tabs (in the pane bar,
 ``f6`` cycles through them all). Every binding has an id, so keys can be remapped
 (``App.set_keymap``); the footer and the help panel show the effective keys.
 
@@ -15,13 +16,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal
+from textual.geometry import Size
 from textual.screen import Screen
-from textual.widgets import Static
 
+from tui_agent.app.layout import MEDIUM, plan_layout
 from tui_agent.app.theme_files import (
     DEFAULT_THEME,
     discover_themes,
@@ -29,6 +31,7 @@ from tui_agent.app.theme_files import (
     remembered_theme,
 )
 from tui_agent.app.widgets.key_bar import KeyBar
+from tui_agent.app.widgets.pane_bar import PaneBar, Tab
 
 if TYPE_CHECKING:  # loaded after the first paint: the panes and the sidebar import the core
     from tui_agent.app.screens.thread_picker import ThreadChoice
@@ -36,7 +39,7 @@ if TYPE_CHECKING:  # loaded after the first paint: the panes and the sidebar imp
     from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
     from tui_agent.app.widgets.thread_pane import PaneFocused, ThreadPane
 
-MAX_VISIBLE = 4
+MAX_VISIBLE = 4  # panes in view at the most (a 2×2 grid; tui_agent/app/layout.py)
 
 
 def binding_scopes() -> dict[str, list[Any]]:
@@ -76,6 +79,9 @@ class AppConfig:
     extra_css: list[str] = field(default_factory=list)
     keymap: dict[str, str] = field(default_factory=dict)  # binding id → keys (settings)
     theme: str | None = None  # the settings' theme; None: the remembered one
+    show_inbox: bool = False  # the inbox sidebar, where there is room (settings: show_inbox)
+    show_state: bool = False  # the focused pane's state panel, where there is room
+    remember: Callable[[str, bool], None] | None = None  # keeps a toggle's choice (settings)
 
 
 class TuiAgentApp(App[int]):
@@ -92,6 +98,7 @@ class TuiAgentApp(App[int]):
         Binding("f11", "toggle_maximize", "Maximise", id="app.maximize"),
         Binding("f1", "toggle_help", "Help", id="app.help"),
         Binding("f2", "toggle_inbox", "Inbox", id="app.toggle_inbox"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
     ]
 
     def __init__(self, config: AppConfig | None = None, *,
@@ -112,6 +119,12 @@ class TuiAgentApp(App[int]):
         self._unread: dict[str, int] = {}  # inbox records pending or delivered, per thread
         self._focus_pending: ThreadPane | None = None  # moved by the app, not landed yet
         self.crash: BaseException | None = None  # the unhandled exception that ended the app
+        self.show_inbox = config.show_inbox if config else False
+        self.show_state = config.show_state if config else False
+        self.inbox_open = False  # opened over the panes (no room for a sidebar)
+        self.state_open = False  # opened over the focused pane's transcript
+        self.plan = plan_layout(80, 24, 0, show_inbox=False, show_state=False)
+        self._terminal_size = Size(80, 24)  # as the last resize said
 
     # -- a crash -------------------------------------------------------------------------------
 
@@ -142,7 +155,7 @@ class TuiAgentApp(App[int]):
         return self._config is not None
 
     def compose(self) -> ComposeResult:
-        yield Static("starting…", id="pane-bar", markup=False)
+        yield PaneBar(id="pane-bar")
         with Horizontal(id="main"):
             yield Container(id="panes")
         yield KeyBar()
@@ -171,6 +184,7 @@ class TuiAgentApp(App[int]):
 
         if config.theme and config.theme in self.available_themes:
             self.theme = config.theme
+        self.show_inbox, self.show_state = config.show_inbox, config.show_state
         self._apply_keymap()
         await self.query_one("#main").mount(
             InboxSidebar(config.agent.memory, pane_threads=self._pane_threads, id="inbox"))
@@ -182,7 +196,7 @@ class TuiAgentApp(App[int]):
             self._warm_model()
         if config.demo:
             self._run_demo()
-            self.query_one("#inbox").display = True  # the demo's notifications, arriving
+        self.apply_layout()
 
     def _load_themes(self) -> None:
         themes, self._theme_errors = discover_themes()
@@ -218,8 +232,7 @@ class TuiAgentApp(App[int]):
 
         config = self.config
         pane = ThreadPane(config.agent, resource_id, thread_id, identity=config.identity,
-                          agent_label=config.agent_label, model_label=config.model_label,
-                          show_state=config.demo)  # the demo opens with its lanes shown
+                          agent_label=config.agent_label, model_label=config.model_label)
         pane.set_unread(self._unread.get(thread_id, 0))
         self.panes.append(pane)
         self._recent.append(pane)
@@ -231,23 +244,38 @@ class TuiAgentApp(App[int]):
         return [p for p in self.panes if p.display]
 
     def show_pane(self, pane: ThreadPane) -> None:
-        """Make ``pane`` visible (hiding the least recently shown past MAX_VISIBLE), focus it."""
+        """Make ``pane`` visible (the least recently shown go to tabs), focus it."""
         if pane in self._recent:
             self._recent.remove(pane)
             self._recent.append(pane)
-        visible = self._recent[-MAX_VISIBLE:]
+        self._focus(pane)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.apply_layout(event.size)  # the app's own size is updated after its handlers
+
+    def apply_layout(self, size: Size | None = None) -> None:
+        """Place the panes, the inbox and the state panel for the terminal's size
+        (``tui_agent.app.layout``); cheap when nothing moves."""
+        width, height = size or self.size
+        self._terminal_size = Size(width, height)
+        plan = self.plan = plan_layout(width, height, len(self.panes),
+                                       show_inbox=self.show_inbox, show_state=self.show_state,
+                                       inbox_open=self.inbox_open, state_open=self.state_open)
+        visible = self._recent[-min(plan.visible, MAX_VISIBLE):] if self.panes else []
         for each in self.panes:
             shown = each in visible
             if shown and not each.display:
                 each.schedule_sync()  # it buffered while hidden: show what it missed
             each.display = shown
-        self._layout_grid(len(visible))
-        self._focus(pane)
-
-    def _layout_grid(self, count: int) -> None:
+            each.place_state(plan.state if each.focused else "hidden")
         grid = self.query_one("#panes")
-        grid.styles.grid_size_columns = 1 if count <= 1 else 2
-        grid.styles.grid_size_rows = 1 if count <= 2 else 2
+        grid.styles.grid_size_columns = plan.columns
+        grid.styles.grid_size_rows = plan.rows
+        grid.display = plan.inbox != "over"
+        inbox = self._inbox()
+        if inbox is not None:
+            inbox.display = plan.inbox != "hidden"
+            inbox.styles.width = plan.inbox_width if plan.inbox == "side" else "1fr"
         self._update_bar()
 
     def _focus(self, pane: ThreadPane) -> None:
@@ -255,7 +283,7 @@ class TuiAgentApp(App[int]):
             each.focused = each is pane
         self._focus_pending = pane
         self.call_after_refresh(self._focus_composer, pane)
-        self._update_bar()
+        self.apply_layout()  # the state panel goes with the focus
 
     def _focus_composer(self, pane: ThreadPane) -> None:
         # Panes opened in a burst each schedule this: only the pane still meant to have the focus
@@ -276,15 +304,35 @@ class TuiAgentApp(App[int]):
         return None
 
     def _update_bar(self) -> None:
-        parts = []
-        for index, pane in enumerate(self.panes, start=1):
-            mark = "▸" if pane.focused else ("·" if pane.display else " ")
-            unread = f" ✉{pane.header_state.unread}" if pane.header_state.unread else ""
-            parts.append(f"{mark}{index} {pane.key}{unread}")
-        bar = self.query_one("#pane-bar", Static)
+        tabs = [Tab(pane.key, pane.focused, pane.display, pane.header_state.unread)
+                for pane in self.panes]
+        toggles = [("inbox", "✉ inbox", self.plan.inbox != "hidden"),
+                   ("state", "◧ state", self.plan.state != "hidden")]
         label = self._config.store_label if self._config else ""
-        store = f"   store {label}" if label else ""
-        bar.update("  ".join(parts) + store if parts else "no thread open — ctrl+o opens one")
+        note = f"store {label}" if label else ""
+        if not self.panes:
+            note = "no thread open — ctrl+o opens one" if self.ready else "starting…"
+        self.query_one(PaneBar).show(tabs, toggles, note)
+
+    def on_pane_bar_tab_clicked(self, message: PaneBar.TabClicked) -> None:
+        if 0 <= message.index < len(self.panes):
+            self.show_pane(self.panes[message.index])
+
+    def on_pane_bar_toggle_clicked(self, message: PaneBar.ToggleClicked) -> None:
+        if message.name == "inbox":
+            self.action_toggle_inbox()
+        elif (pane := self.focused_pane()) is not None:
+            self.toggle_state(pane)
+
+    def _choose(self, name: str, value: bool) -> None:
+        """A sidebar shown or hidden by hand: kept in the settings file for next time."""
+        setattr(self, name, value)
+        remember = self._config.remember if self._config else None
+        if remember is not None:
+            try:
+                remember(name, value)
+            except OSError as error:  # a read-only settings file: this session only
+                self.notify(f"not kept in the settings: {error}", severity="warning")
 
     def _forget(self, pane: ThreadPane) -> None:
         self.panes.remove(pane)
@@ -328,7 +376,7 @@ class TuiAgentApp(App[int]):
         if self._recent:
             self.show_pane(self._recent[-1])
         else:
-            self._layout_grid(0)
+            self.apply_layout()
 
     # -- inbox ---------------------------------------------------------------------------------
 
@@ -342,18 +390,58 @@ class TuiAgentApp(App[int]):
         return found.first() if found else None
 
     def action_toggle_inbox(self) -> None:
-        """Hidden: show and focus it. Shown, focus elsewhere: focus it. Focused: hide it."""
+        """Hidden: show and focus it. Shown, focus elsewhere: focus it. Focused: hide it.
+        Where there is room it is a sidebar (the choice is kept), else it covers the panes."""
         inbox = self._inbox()
         if inbox is None:
             return
-        if inbox.display and not inbox.has_focus_within:
+        if self.plan.inbox == "hidden":
+            if self._terminal_size.width >= MEDIUM:
+                self._choose("show_inbox", True)
+            else:
+                self.inbox_open = True
+            self.apply_layout()
             inbox.inbox_list.focus()
             return
-        inbox.display = not inbox.display
-        if inbox.display:
+        if not inbox.has_focus_within:
             inbox.inbox_list.focus()
-        elif (pane := self.focused_pane()) is not None:
+            return
+        if self.plan.inbox == "side":
+            self._choose("show_inbox", False)
+        self.inbox_open = False
+        self.apply_layout()
+        if (pane := self.focused_pane()) is not None:
             pane.focus_composer()
+
+    def on_thread_pane_state_toggled(self, message: ThreadPane.StateToggled) -> None:
+        self.toggle_state(message.pane)
+
+    def toggle_state(self, pane: ThreadPane) -> None:
+        """The same three steps for the focused pane's state panel: beside the transcript where
+        it keeps its width (the choice is kept), else over it until closed."""
+        if not pane.focused:
+            self._focus(pane)
+        panel = pane.state_panel
+        if self.plan.state == "hidden":
+            roomy = plan_layout(*self._terminal_size, len(self.panes),
+                                show_inbox=self.show_inbox,
+                                show_state=True).state == "side"
+            if roomy:
+                self._choose("show_state", True)
+            else:
+                self.state_open = True
+            self.apply_layout()
+            panel.focus_panel()
+            return
+        focused = self.focused
+        if focused is None or panel not in focused.ancestors:
+            panel.focus_panel()
+            return
+        if self.plan.state == "side":
+            self._choose("show_state", False)
+        self.state_open = False
+        self.apply_layout()
+        pane.focus_composer()
 
     def on_inbox_sidebar_open_requested(self, message: InboxSidebar.OpenRequested) -> None:
         from tui_agent.app.widgets.inbox_reveal import reveal_delivery
@@ -462,7 +550,8 @@ class TuiAgentApp(App[int]):
         inbox = self._inbox()
         if inbox is None:
             return
-        inbox.display = True
+        if self.plan.inbox == "hidden":
+            self.action_toggle_inbox()
         inbox.action_toggle_scope()
 
     # -- signals by hand ------------------------------------------------------------------------

@@ -26,6 +26,7 @@ def build_config(args: argparse.Namespace, agent: Any) -> Any:
     from tui_agent.app.widgets.composer import Identity
     from tui_agent.cli.common import default_resource, model_label, parse_attrs, store_path
     from tui_agent.demo import DEMO_RESOURCE, DEMO_THREAD
+    from tui_agent.settings_file import remember_setting
 
     attributes = parse_attrs(args.attr, None)
     name = args.as_name or default_resource()  # you, not the thread's resource
@@ -41,6 +42,8 @@ def build_config(args: argparse.Namespace, agent: Any) -> Any:
         default_resource=args.resource, store_label=store_path(agent),
         warm_model=not args.no_warm, demo=args.demo,
         keymap=dict(args.settings.keymap), theme=args.settings.theme,
+        show_inbox=args.settings.show_inbox, show_state=args.settings.show_state,
+        remember=remember_setting,
     )
 
 

@@ -80,7 +80,10 @@ class InboxSidebar(Vertical):
         background: $surface;
         border-left: vkey $border-blurred;
         & > #inbox-title { height: 1; background: $panel; padding: 0 1; text-wrap: nowrap; }
-        & > #inbox-filters { height: 2; color: $text-muted; padding: 0 1; }
+        & > #inbox-filters {
+            height: 2; color: $text-muted; padding: 0 1; text-wrap: nowrap;
+            text-overflow: ellipsis;
+        }
         & > #inbox-detail {
             height: 8; padding: 0 1; border-top: hkey $border-blurred; overflow: hidden;
         }

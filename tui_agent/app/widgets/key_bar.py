@@ -23,6 +23,15 @@ class KeyHint(NamedTuple):
     display: str  # what the bar shows (after the keymap)
     description: str
     enabled: bool
+    action: str = ""
+
+
+PINNED = ("toggle_help", "quit")  # always shown, at the end: help lists whatever is left out
+
+
+def short(description: str) -> str:
+    """A label's first word: "Abort run" → "Abort", "Queue/now" → "Queue"."""
+    return description.split()[0].split("/")[0] if description else description
 
 
 class KeyBar(Widget, can_focus=False):
@@ -79,28 +88,51 @@ class KeyBar(Widget, can_focus=False):
         for key, active in screen.active_bindings.items():
             binding = active.binding
             hint = KeyHint(binding.key, app.get_key_display(binding), binding.description,
-                           active.enabled)
+                           active.enabled, binding.action)
             if key == palette_key:
                 palette = hint
             elif binding.show and binding.action not in hints:
                 hints[binding.action] = hint
         return tuple(hints.values()), palette
 
+    def fitted(self, width: int) -> tuple[list[KeyHint], bool]:
+        """The hints that fit ``width`` cells: all with their labels if they fit, else with
+        short labels, else the first ones that fit before help and quit (True: some were left
+        out, and help says "more"). The bar is never cut in the middle of a hint."""
+        pinned = [h for h in self.hints if h.action in PINNED]
+        rest = [h for h in self.hints if h.action not in PINNED]
+        for hints in (rest, [h._replace(description=short(h.description)) for h in rest]):
+            if _width([*hints, *pinned]) <= width:
+                return [*hints, *pinned], False
+        kept: list[KeyHint] = []
+        more = [h._replace(description="more") if h.action == "toggle_help" else h
+                for h in pinned]
+        for hint in hints:
+            if _width([*kept, hint, *more]) > width:
+                break
+            kept.append(hint)
+        return [*kept, *more], True
+
     def render(self) -> Text:
         key_style = self.get_component_rich_style("key-bar--key")
         text_style = self.get_component_rich_style("key-bar--description")
         dim = self.get_component_rich_style("key-bar--disabled")
+        width = self.size.width
+        tail = None
+        if self.palette is not None:
+            tail = Text.assemble("▏", (f" {self.palette.display} ", key_style),
+                                 (f"{self.palette.description} ", text_style))
+            if _width(list(self.hints)) + tail.cell_len > width:
+                tail = None  # the palette's key gives way to the others (help lists it)
+        hints, _ = self.fitted(width - (tail.cell_len if tail is not None else 0))
         line = Text(no_wrap=True, overflow="crop")
         self._spans = []
-        for hint in self.hints:
+        for hint in hints:
             start = line.cell_len
             line.append(f" {hint.display} ", key_style if hint.enabled else key_style + dim)
             line.append(f"{hint.description} ", text_style if hint.enabled else text_style + dim)
             self._spans.append((start, line.cell_len, hint))
-        if self.palette is not None:
-            tail = Text.assemble("▏", (f" {self.palette.display} ", key_style),
-                                 (f"{self.palette.description} ", text_style))
-            width = self.size.width
+        if tail is not None and self.palette is not None:
             gap = max(1, width - line.cell_len - tail.cell_len)
             line.append(" " * gap)
             start = line.cell_len
@@ -119,3 +151,8 @@ class KeyBar(Widget, can_focus=False):
             self.app.simulate_key(hint.key)
         else:
             self.app.bell()
+
+
+def _width(hints: list[KeyHint]) -> int:
+    """Cells the hints take in the bar: `` key `` then ``description `` each."""
+    return sum(len(h.display) + len(h.description) + 3 for h in hints)

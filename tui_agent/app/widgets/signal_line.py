@@ -32,9 +32,7 @@ class SignalLine(Static):
         style = STYLES.get(entry.signal_type, "$text-muted")
         attrs = entry.attributes
         if entry.signal_type == "notification":
-            priority = str(attrs.get("priority", ""))
-            label = f"{PRIORITY_MARKS.get(priority, '·')} {attrs.get('source', '')}/" \
-                    f"{attrs.get('kind', '')} ({priority})"
+            label = notification_label(attrs)
         elif entry.signal_type == "state":
             version = attrs.get("version")
             label = f"{entry.tag} {attrs.get('id', '')}" + (f" v{version}" if version else "")
@@ -51,3 +49,13 @@ class SignalLine(Static):
 
     def refresh_entry(self) -> None:
         self.update(self._content(self.entry))
+
+
+def notification_label(attrs: dict[str, object]) -> str:
+    """``! ci/build (high)``; the parts a notification left out (a ``/signal notification``
+    typed by hand has no source, kind or priority) are left out, not shown empty."""
+    priority = str(attrs.get("priority") or "")
+    where = "/".join(str(attrs[key]) for key in ("source", "kind") if attrs.get(key))
+    parts = [PRIORITY_MARKS.get(priority, "·") if priority else "", where,
+             f"({priority})" if priority else ""]
+    return " ".join(part for part in parts if part) or "notification"

@@ -101,11 +101,12 @@ class History:
 class StatePanel(Vertical):
     DEFAULT_CSS = """
     StatePanel {
-        width: 42;
+        width: 34;
         height: 1fr;
         display: none;
         border-left: vkey $border-blurred;
         &.-shown { display: block; }
+        &.-over { width: 1fr; border-left: none; }  /* over the transcript: no room beside */
         & > #state-title {
             height: 1;
             padding: 0 1;

@@ -24,7 +24,7 @@ from tui_agent.app.widgets.state_values import fold_middle, is_container, scalar
 MAX_ITEMS = 40  # entries shown per object or list; the rest is one "… N more" line
 MAX_DEPTH = 6  # containers nested deeper show as a one-line summary
 NODE_BUDGET = 300  # lines built per value at most
-LINE_CHARS = 38  # a line's room: the panel's 42 columns less its border, scrollbar, margin
+LINE_CHARS = 30  # a line's room: the panel's 34 columns less border, scrollbar, margin
 MIN_FOLD = 12  # a folded string keeps at least this many characters, however deep
 COUNT_CHARS = 80  # a folded string longer than this also says how long it is
 CHUNK_CHARS = 30  # a folded string unfolds in lines of this many characters

@@ -20,6 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tui_agent.app.bridge import SendRequest, ThreadFeed, run_cost
+from tui_agent.app.layout import Place
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.pane_header import HeaderState, PaneHeader
 from tui_agent.app.widgets.state_panel import StatePanel
@@ -51,13 +52,22 @@ class ThreadPane(Vertical):
         Binding("pageup", "page(-1)", "Scroll up", show=False, id="pane.page_up"),
         Binding("pagedown", "page(1)", "Scroll down", show=False, id="pane.page_down"),
         Binding("ctrl+end", "follow", "Follow", show=False, id="pane.follow"),
+        Binding("ctrl+home", "scroll_top", "Top", show=False, id="pane.top"),
         Binding("ctrl+y", "copy_message", "Copy answer", id="pane.copy_message"),
         Binding("ctrl+b", "copy_code", "Copy code", show=False, id="pane.copy_code"),
-        Binding("f3", "toggle_state", "State", show=False, id="pane.toggle_state"),
+        Binding("f3", "toggle_state", "State", id="pane.toggle_state"),
     ]
 
     ALLOW_MAXIMIZE = True
     focused = reactive(False)
+
+    class StateToggled(Message):
+        """f3: the app shows, focuses or hides this pane's state panel (where depends on the
+        room it has: ``tui_agent.app.layout``)."""
+
+        def __init__(self, pane: ThreadPane) -> None:
+            super().__init__()
+            self.pane = pane
 
     class AbortRequested(Message):
         """Ask the app to confirm, then call ``pane.abort_now()``."""
@@ -76,13 +86,15 @@ class ThreadPane(Vertical):
         self.header_state = HeaderState(title="", thread=f"{resource_id}/{thread_id}",
                                         agent=agent_label, model=model_label)
         self._identity = identity
-        self._show_state = show_state
         self._last_sync = 0.0
         self._sync_timer: Any = None
         self._notice_timer: Any = None
         self._sending = 0  # sends whose route is not decided yet
         self._aborting = False  # "aborting…" shows until the run's end arrives
+        self._route_until_end = False  # the status line shows a route until its run ends
         self._last_ended: Any = None  # the last ended run the pane has seen
+        self.state_place: Place = "side" if show_state else "hidden"
+        self.state_panel = StatePanel(lambda: self.feed, shown=show_state, id="pane-side")
 
     @property
     def key(self) -> str:
@@ -100,14 +112,28 @@ class ThreadPane(Vertical):
         yield PaneHeader(self.header_state)
         with Horizontal(id="pane-body"):
             yield TranscriptView(self.feed.transcript, id="transcript")
-            yield StatePanel(lambda: self.feed, shown=self._show_state, id="pane-side")
+            yield self.state_panel
         yield WaitingSignals(id="pane-waiting")
         yield Static("", id="pane-status", markup=False)
         yield Composer(self._identity, entries=lambda: self.feed.transcript.entries,
                        id="composer")
 
     async def on_mount(self) -> None:
+        self._show_state_place()
         self.start_feed()
+
+    def place_state(self, place: Place) -> None:
+        """Where the state panel goes: beside the transcript, over it, or hidden."""
+        if place != self.state_place:
+            self.state_place = place
+            if self.is_mounted:
+                self._show_state_place()
+
+    def _show_state_place(self) -> None:
+        place = self.state_place
+        self.state_panel.set_shown(place != "hidden")
+        self.state_panel.set_class(place == "over", "-over")
+        self.query_one(TranscriptView).display = place != "over"
 
     @work(exclusive=True, group="feed")
     async def start_feed(self) -> None:
@@ -143,15 +169,7 @@ class ThreadPane(Vertical):
         self.query_one(StatePanel).lane_changed(message.lane_id)
 
     def action_toggle_state(self) -> None:
-        """Show and focus the state-lane panel; focus it if shown but unfocused; else hide."""
-        panel = self.query_one(StatePanel)
-        focused = self.app.focused
-        if panel.shown and focused is not None and panel in focused.ancestors:
-            panel.set_shown(False)
-            self.focus_composer()
-            return
-        panel.set_shown(True)
-        panel.focus_panel()
+        self.post_message(self.StateToggled(self))
 
     def on_thread_feed_failed(self, message: ThreadFeed.Failed) -> None:
         message.stop()
@@ -166,6 +184,9 @@ class ThreadPane(Vertical):
         if ended is not self._last_ended:
             self._last_ended = ended
             self._release_paint_caches()
+            if self._route_until_end:
+                self._route_until_end = False
+                self.clear_notice()
         if self.display:
             pruned = await view.sync()
             if pruned:
@@ -214,7 +235,8 @@ class ThreadPane(Vertical):
 
     def _show_unseen(self, view: TranscriptView) -> None:
         if not view.following and view.unseen:
-            self.show_notice(f"{view.unseen} new ↓ (PgDn to the bottom follows again)",
+            self.show_notice(f"↓ {view.unseen} new · {self.key_for('pane.follow')} or the "
+                             "bottom follows again",
                              sticky=True)
 
     # -- status line ---------------------------------------------------------------------------
@@ -287,7 +309,10 @@ class ThreadPane(Vertical):
             return
         finally:
             self._sending -= 1
-        self.show_notice(f"↪ {route}")
+        # A route into a run says so until that run ends (then the answer or its marker says
+        # the rest); any other route is a passing notice.
+        self._route_until_end = "run" in str(route)
+        self.show_notice(f"↪ {route}", sticky=self._route_until_end)
 
     # -- controls ------------------------------------------------------------------------------
 
@@ -335,6 +360,9 @@ class ThreadPane(Vertical):
             view.scroll_page_up(animate=False)
         else:
             view.scroll_page_down(animate=False)
+
+    def action_scroll_top(self) -> None:
+        self.query_one(TranscriptView).scroll_home(animate=False)
 
     def action_follow(self) -> None:
         self.query_one(TranscriptView).follow()

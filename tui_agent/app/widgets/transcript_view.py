@@ -3,7 +3,7 @@
 - **Bounded**: at most ``MAX_ENTRIES`` entries are mounted, however long the session runs;
   older ones are pruned from the top and paged back in from memory when you scroll up.
 - **Follow mode**: the view follows new output only while it is at the bottom. Scrolled up, it
-  stays put and counts what arrived below ("N new ↓"); End or scrolling back down resumes.
+  stays put and counts what arrived below ("↓ N new"); End or scrolling back down resumes.
 - **Cheap restyles**: ``layout: stream`` and no structural pseudo-classes on the entries, so a
   focus change never restyles the whole transcript.
 """
@@ -64,7 +64,8 @@ class TranscriptView(VerticalScroll, can_focus=True):
         super().__init__(id=id)
         self.transcript = transcript
         self.following = True
-        self.unseen = 0  # entries added below while scrolled up
+        self.unseen = 0  # entries added (or grown) below while scrolled up
+        self._grown_below: set[str] = set()  # entries that changed while scrolled up
         self._widgets: dict[str, Widget] = {}
 
     # -- syncing -------------------------------------------------------------------------------
@@ -91,7 +92,9 @@ class TranscriptView(VerticalScroll, can_focus=True):
                     widget.refresh_entry()  # type: ignore[attr-defined]
         if self.following:
             self._follow_after_refresh()
-        self.unseen = self.transcript.waiting
+        else:  # an answer that grew below the view is new output too
+            self._grown_below.update(entry.key for entry in changes.changed)
+        self.unseen = self.transcript.waiting + len(self._grown_below)
         return pruned
 
     async def _mount(self, entries: list[Entry], before: Widget | None = None) -> None:
@@ -134,6 +137,7 @@ class TranscriptView(VerticalScroll, can_focus=True):
             self.following = at_bottom
             if at_bottom:
                 self.unseen = 0
+                self._grown_below.clear()
             self.post_message(self.FollowChanged(at_bottom))
         if new <= 0 and old > 0:
             self.post_message(self.NearTop())
@@ -142,5 +146,6 @@ class TranscriptView(VerticalScroll, can_focus=True):
         """Jump to the newest output and follow it again."""
         self.following = True
         self.unseen = 0
+        self._grown_below.clear()
         self.scroll_end(animate=False)
         self.post_message(self.FollowChanged(True))

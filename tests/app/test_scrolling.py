@@ -1,0 +1,77 @@
+"""Scrolling a pane's transcript: PgUp/PgDn and the wheel move it at once, also while an answer
+streams; scrolled up, new output does not pull the view down and "↓ N new" shows; End (or the
+bottom) follows again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from helpers.app import AppFactory, drained, pane_of, until
+from helpers.common import Held
+from textual import events
+
+from tui_agent.app.widgets.transcript_view import TranscriptView
+
+LONG = "\n\n".join(f"Paragraph {k}: the deploy went fine on host {k}." for k in range(40))
+
+
+async def long_pane(pilot: Any, app: Any) -> Any:
+    pane = pane_of(app)
+    await until(pilot, lambda: pane.feed.attached, "the pane subscribed")
+    agent = app.config.agent
+    for index in range(3):
+        await agent.send_message(f"question {index}", resource_id="me", thread_id="main").accepted
+        await agent.wait_for_local_runs()
+    await drained(pilot, pane)
+    view = pane.query_one(TranscriptView)
+    await until(pilot, lambda: view.max_scroll_y > 60 and view.scroll_y >= view.max_scroll_y - 1,
+                "a long transcript, at its end")
+    return pane, view
+
+
+async def test_page_up_moves_at_once_while_an_answer_streams_and_end_follows_again(
+    make_app: AppFactory,
+) -> None:
+    replies: list[Any] = [LONG, LONG, LONG]
+    held = Held("streamed while you read " * 30)
+    app = make_app(handler=lambda messages, tools: replies.pop(0) if replies else held(
+        messages, tools))
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane, view = await long_pane(pilot, app)
+        agent = app.config.agent
+        agent.send_message("one more", resource_id="me", thread_id="main")
+        await until(pilot, lambda: held.entered.is_set(), "a run mid-answer")
+        bottom = view.scroll_y
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert view.scroll_y < bottom - 10  # moved at once, the anchor let go
+        assert not view.following
+        up = view.scroll_y
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert view.scroll_y < up
+        held.gate.set()  # the answer ends below: the view stays where you read
+        await agent.wait_for_local_runs()
+        await drained(pilot, pane)
+        assert view.scroll_y < up
+        status = str(pane.query_one("#pane-status").render())
+        assert "new ·" in status
+        await pilot.press("ctrl+end")
+        await until(pilot, lambda: view.following and view.scroll_y >= view.max_scroll_y - 1,
+                    "following again at the end")
+
+
+async def test_the_wheel_scrolls_up_and_back_down_resumes_following(
+    make_app: AppFactory,
+) -> None:
+    replies: list[Any] = [LONG, LONG, LONG]
+    app = make_app(handler=lambda messages, tools: replies.pop(0) if replies else "ok")
+    async with app.run_test(size=(100, 30)) as pilot:
+        _pane, view = await long_pane(pilot, app)
+        bottom = view.scroll_y
+        for _ in range(3):  # what the terminal sends for a turn of the wheel
+            view.post_message(events.MouseScrollUp(view, 5, 5, 0, -1, 0, False, False, False))
+        await pilot.pause()
+        assert view.scroll_y < bottom and not view.following
+        view.scroll_end(animate=False, immediate=True)
+        await until(pilot, lambda: view.following, "following at the bottom")
