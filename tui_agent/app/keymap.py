@@ -8,8 +8,10 @@ from collections.abc import Iterable, Mapping
 from textual.binding import Binding
 
 # Keys the composer (a TextArea) edits with: a pane binding on one of them never fires while
-# you type. The composer's editing bindings, ``composer.editing_bindings()`` (tested equal).
+# you type. The composer's editing bindings, ``composer.editing_bindings()``, and enter (a new
+# line, if not sending); tested equal.
 COMPOSER_KEYS = frozenset({
+    "enter",
     "up", "down", "left", "right", "home", "end", "ctrl+left", "ctrl+right",
     "shift+up", "shift+down", "shift+left", "shift+right", "shift+home", "shift+end",
     "ctrl+shift+left", "ctrl+shift+right", "ctrl+a", "ctrl+e",

@@ -109,8 +109,6 @@ def _need(value: object, usage: str) -> None:
         raise ComposerError(f"usage: {usage}")
 
 
-
-
 # What the composer does in turn with the typed keys (see ``Composer._on_key``).
 SEQUENCED_ACTIONS = frozenset({"submit", "newline"})
 # TextArea keys the pane and the app use: theirs win (scrolling, next pane, copy the answer).
@@ -276,6 +274,7 @@ class Composer(TextArea, inherit_bindings=False):
             self._show_mode()
             return
         if parsed.signal_type == "user":
+            self._own_messages()  # drops the sends shown since: the list stays short
             entries = self._entries()
             self._sent.append(Sent(parsed.text, entries[-1] if entries else None))
         self.post_message(self.Submitted(self, parsed))
