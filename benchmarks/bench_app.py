@@ -243,7 +243,7 @@ async def stop(self, *args, **kwargs):  # the app would start here: report, do n
     return 0
 
 textual.app.App.run_async = stop
-from tui_agent.cli.main import main
+from tui_agent.main import main
 main(["--no-warm", "--db", tempfile.mkdtemp() + "/s.sqlite"])
 """
 

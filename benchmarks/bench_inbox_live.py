@@ -76,7 +76,7 @@ async def run(sends: int) -> None:
         for n in range(sends):
             summary = f"bench-{n:03d}"
             done = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "tui_agent.cli", "--db", db, "notify", "-r", "bench",
+                sys.executable, "-m", "tui_agent", "--db", db, "notify", "-r", "bench",
                 "-t", "t1", "--source", "ci", "--kind", "build", "--priority", "low", summary,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
             out, _ = await asyncio.wait_for(done.communicate(), 60)

@@ -54,7 +54,7 @@ if os.environ.get("BENCH_NO_INOTIFY"):
 """
 
 WATCH = PRELUDE + """
-from tui_agent.cli.main import main
+from tui_agent.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -26,7 +26,7 @@ TIMEOUT_S = 30.0
 
 
 class Command:
-    """A running ``python -m tui_agent.cli ...``; its output is collected by reader threads,
+    """A running ``python -m tui_agent ...``; its output is collected by reader threads,
     so a test can wait for a marker (a condition wait, not a sleep)."""
 
     started: ClassVar[list[Command]] = []  # ended after each test by _commands_ended
@@ -34,7 +34,7 @@ class Command:
     def __init__(self, *args: str, stdin: bool = False, env: dict[str, str] | None = None):
         Command.started.append(self)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tui_agent.cli", *args],
+            [sys.executable, "-m", "tui_agent", *args],
             cwd=ROOT,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -201,7 +201,7 @@ def test_missing_local_runtime_says_how_to_install(db: str) -> None:
     # xllamacpp hidden from this interpreter: what a machine without the runtime sees.
     script = (
         "import sys; sys.modules['xllamacpp'] = None; "
-        "from tui_agent.cli.main import main; sys.exit(main())"
+        "from tui_agent.main import main; sys.exit(main())"
     )
     process = subprocess.run(
         [sys.executable, "-c", script, "--db", db, "chat"], cwd=ROOT, capture_output=True,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tui_agent.cli.common import load_agents
 from tui_agent.errors import ConfigError
+from tui_agent.startup.agents import load_agents
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTED = f"{ROOT / 'tests' / 'helpers' / 'cli_agents.py'}:scripted"
@@ -21,7 +21,7 @@ TIMEOUT_S = 30.0
 
 def run(*args: str | bytes, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     process = subprocess.run(
-        [sys.executable, "-m", "tui_agent.cli", *args], cwd=ROOT, capture_output=True,
+        [sys.executable, "-m", "tui_agent", *args], cwd=ROOT, capture_output=True,
         stdin=subprocess.DEVNULL, timeout=TIMEOUT_S, env={**os.environ, **(env or {})},
     )
     return (process.returncode, process.stdout.decode("utf-8", "replace"),
@@ -141,3 +141,15 @@ def test_agent_module_name_takes_agents_lists_dicts_and_factories(
     monkeypatch.syspath_prepend(str(ROOT))
     assert [a.id for a in load_agents("tests.helpers.cli_agents:scripted")] == ["scripted"]
     assert len(load_agents("tests.helpers.cli_agents:pair")) == 2
+
+
+@pytest.mark.parametrize("body", [
+    "async def agent():\n    return None\n",
+    # an awaitable that is no coroutine (it has no close()): refused the same way
+    "class Later:\n    def __await__(self):\n        yield\n\n\ndef agent():\n    return Later()\n",
+])
+def test_an_agent_function_that_returns_an_awaitable_is_refused(tmp_path: Path,
+                                                                body: str) -> None:
+    (tmp_path / "agents.py").write_text(body)
+    with pytest.raises(ConfigError, match="the function must not be async"):
+        load_agents(f"{tmp_path / 'agents.py'}:agent")

@@ -53,3 +53,28 @@ def test_no_core_module_imports_textual() -> None:
         "        importlib.import_module(info.name)\n"
     )
     assert loaded_after(code)["textual"] is False
+
+
+def test_every_public_name_loads_without_ui_or_litellm() -> None:
+    """``from tui_agent import X`` works for every name of ``__all__`` (the agent, tools,
+    memory, the stores, the errors, the test model, the event types), and none of them brings
+    in litellm, textual or the direct path's httpx-sse."""
+    code = "import tui_agent\nfor name in tui_agent.__all__:\n    getattr(tui_agent, name)"
+    assert loaded_after(code) == {"litellm": False, "textual": False, "httpx_sse": False}
+
+
+def test_the_public_surface_names_every_error_and_chunk_type() -> None:
+    import inspect
+
+    import tui_agent
+    from tui_agent import errors, events
+
+    public = set(tui_agent.__all__)
+    error_classes = {name for name, value in inspect.getmembers(errors, inspect.isclass)
+                     if issubclass(value, Exception) and value.__module__ == errors.__name__}
+    chunk_types = {name for name in vars(events) if name.endswith("Chunk") and name[0] != "_"}
+    assert error_classes <= public and chunk_types <= public
+    assert {"Agent", "create_tool", "Memory", "open_store", "SqliteStore", "PostgresStore",
+            "Store", "ScriptedModel", "Chunk"} <= public
+    assert tui_agent.StoreError is errors.StoreError and tui_agent.Chunk is events.Chunk
+    assert set(dir(tui_agent)) >= public

@@ -1,179 +1,70 @@
-"""The package's import layers: a module never imports one of a higher layer.
-
-Every ``import`` in every module of ``tui_agent`` counts, wherever it is — at the top, inside a
-function (the lazy imports that keep ``import tui_agent`` light) or under ``TYPE_CHECKING`` — so
-no circle can hide behind a function-local import. Modules of one layer may import each other.
-A new top-level module or package must be given a layer here.
+"""The package's import layers hold: import-linter checks every contract in pyproject.toml
+(``[tool.importlinter]``): the layers, no import cycles, the core below the front ends, the app
+and the CLI apart, the app's one door to the core. Every import counts, wherever it is — at the
+top, inside a function (the lazy imports that keep ``import tui_agent`` light) or under
+``TYPE_CHECKING`` — so no circle can hide behind a function-local import.
 """
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "tui_agent"
+import pytest
 
-# Highest first. The root package is the lazy facade (``from tui_agent import Agent``).
-LAYERS: list[tuple[str, ...]] = [
-    ("tui_agent", "tui_agent.cli", "tui_agent.app", "tui_agent.demo"),
-    ("tui_agent.agent",),
-    ("tui_agent.memory", "tui_agent.state", "tui_agent.notifications"),
-    ("tui_agent.store",),
-    ("tui_agent.signals", "tui_agent.models", "tui_agent.tools", "tui_agent.testing"),
-    ("tui_agent.errors", "tui_agent._util", "tui_agent.context", "tui_agent.paths",
-     "tui_agent.settings", "tui_agent.events"),
-]
+ROOT = Path(__file__).resolve().parent.parent
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+# Contracts that hold only once the agent's branch of issue 25 lands: the store still renders
+# signals (store/records.py imports signals/), the agent's modules still import each other in
+# a ring under TYPE_CHECKING. Enable each (remove it here) when test_pending_... fails.
+PENDING = {"store-keeps-rows", "agent-no-cycles"}
 
 
-def layer_of(module: str) -> int:
-    """The index of the layer ``module`` belongs to (its longest listed prefix)."""
-    best, best_len = -1, -1
-    for index, prefixes in enumerate(LAYERS):
-        for prefix in prefixes:
-            matches = module == prefix or module.startswith(prefix + ".")
-            if matches and len(prefix) > best_len:
-                best, best_len = index, len(prefix)
-    assert best >= 0, f"{module} has no layer: add it to LAYERS in {__file__}"
-    return best
+def contract_ids(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    config = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    return [contract["id"] for contract in config["tool"]["importlinter"]["contracts"]]
 
 
-def module_name(path: Path, package: Path = PACKAGE) -> str:
-    parts = list(path.relative_to(package.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def lint_imports(*contracts: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    flags = [arg for contract in contracts for arg in ("--contract", contract)]
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", *flags], cwd=cwd,
+                          capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(cwd), "PATH": ""})
 
 
-def imported(
-    path: Path, module: str, *, type_checking: bool = True, submodules: bool = False
-) -> Iterator[tuple[int, str]]:
-    """(line, module) of every import in the file of ``module``, anywhere in it (without those
-    under ``if TYPE_CHECKING:`` unless ``type_checking``). With ``submodules``, ``from a import
-    b`` also yields ``a.b`` (it is a module when ``a`` is a package)."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    if not type_checking:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
-                node.body = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: from its package, one level up per extra dot
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                source = f"{base}.{node.module}" if node.module else base
-            else:
-                source = node.module or ""
-            yield node.lineno, source
-            if submodules:
-                yield from ((node.lineno, f"{source}.{alias.name}") for alias in node.names)
+def test_every_layer_contract_holds() -> None:
+    enabled = [c for c in contract_ids() if c not in PENDING]
+    done = lint_imports(*enabled)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Contracts: {len(enabled)} kept, 0 broken." in done.stdout
 
 
-def violations(package: Path = PACKAGE) -> list[str]:
-    """Every import of a higher layer in the package at ``package``."""
-    found = []
-    for path in sorted(package.rglob("*.py")):
-        module = module_name(path, package)
-        own = layer_of(module)
-        for line, target in imported(path, module):
-            if target != "tui_agent" and not target.startswith("tui_agent."):
-                continue
-            if layer_of(target) < own:
-                where = f"{path.relative_to(package.parent)}:{line}"
-                found.append(f"{where}: {module} imports {target}, a higher layer")
-    return found
+@pytest.mark.parametrize("contract", sorted(PENDING))
+def test_pending_contract_is_still_broken(contract: str) -> None:
+    """A pending contract that holds must be enabled: this fails the day it does."""
+    assert contract in contract_ids()
+    done = lint_imports(contract)
+    assert "BROKEN" in done.stdout, f"{contract} holds now: remove it from PENDING"
 
 
-def runtime_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
-    """Module → the package's modules it imports when it runs (TYPE_CHECKING ones left out)."""
-    files = {module_name(path, package): path for path in package.rglob("*.py")}
-    return {
-        module: {t for _, t in imported(path, module, type_checking=False, submodules=True)
-                 if t in files} - {module}
-        for module, path in files.items()
-    }
-
-
-def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[set[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in graph[node]:
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = set()
-            while True:
-                member = stack.pop()
-                component.add(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(component)
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
-# Circles left on 2026-12-01, each outside this branch's files: settings ↔ paths and the store
-# package ↔ its sqlite module (the store branch), a package __init__ re-exporting a module that
-# imports a sibling through the package (notifications), and the CLI ↔ the app's entry point.
-KNOWN_CYCLES = [
-    {"tui_agent.paths", "tui_agent.settings"},
-    {"tui_agent.notifications", "tui_agent.notifications.inbox"},
-    {"tui_agent.app.main", "tui_agent.cli.main"},
-]
-
-
-def test_no_new_import_cycle() -> None:
-    """Outside ``TYPE_CHECKING`` no module imports itself through others: the agent's modules
-    import each other one way (the agent → router, subscription, runtime → run), type hints
-    aside."""
-    new = [cycle for cycle in cycles(runtime_graph()) if cycle not in KNOWN_CYCLES]
-    assert new == []
-
-
-def test_no_module_imports_a_higher_layer() -> None:
-    assert violations() == []
-
-
-def test_every_module_has_a_layer() -> None:
-    for path in PACKAGE.rglob("*.py"):
-        layer_of(module_name(path))
-
-
-def test_the_check_sees_function_local_and_relative_imports(tmp_path: Path) -> None:
+def test_the_check_sees_function_local_and_type_checking_imports(tmp_path: Path) -> None:
     """A lower module importing a higher one inside a function body (the kind that used to hide
-    a circle), or relatively, is reported with its line."""
-    signals = tmp_path / "tui_agent" / "signals"
-    signals.mkdir(parents=True)
-    (signals / "__init__.py").write_text("from .data import x\n")
-    (signals / "data.py").write_text(
-        "import json\n\n\ndef later():\n    from tui_agent.agent.agent import Agent\n"
+    a circle) or under TYPE_CHECKING is reported with its line."""
+    package = tmp_path / "layered"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "high.py").write_text("import layered.low\n")
+    (package / "low.py").write_text(
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from layered import high\n\n"
+        "\ndef later():\n    from layered.high import x\n"
     )
-    (signals / "wrong.py").write_text("from ..store import sqlite\n")
-    assert violations(tmp_path / "tui_agent") == [
-        "tui_agent/signals/data.py:5: tui_agent.signals.data imports tui_agent.agent.agent, "
-        "a higher layer",
-        "tui_agent/signals/wrong.py:1: tui_agent.signals.wrong imports tui_agent.store, "
-        "a higher layer",
-    ]
-
-
-def test_the_cycle_check_finds_a_circle() -> None:
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
-    assert cycles(graph) == [{"a", "b", "c"}]
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.importlinter]\nroot_package = "layered"\n\n[[tool.importlinter.contracts]]\n'
+        'id = "layers"\nname = "layers"\ntype = "layers"\nlayers = ["layered.high", '
+        '"layered.low"]\n'
+    )
+    done = lint_imports("layers", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "layered.low -> layered.high (l.4, l.8)" in done.stdout

@@ -363,3 +363,47 @@ def test_local_chat_does_not_import_litellm_before_its_first_token() -> None:
     pytest.importorskip("xllamacpp")
     result = run_probe(FIRST_TOKEN_PROBE.format(model="'local/smollm2'", setup=""))
     assert result == {"litellm_before_first_token": False}
+
+
+# -- an abort while the request is being opened -------------------------------------------------
+
+
+class _Opened:
+    closed = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_what_opens_just_as_the_abort_comes_is_closed() -> None:
+    abort = asyncio.Event()
+    opened = _Opened()
+
+    async def answers_with_the_abort() -> _Opened:
+        abort.set()
+        return opened
+
+    assert await openai_http._until_abort(answers_with_the_abort(), abort) is None
+    assert opened.closed
+
+
+async def test_a_cancelled_caller_stays_cancelled_while_an_abort_closes_the_request() -> None:
+    """The abort waits for the cancelled request to finish closing; cancelling the caller
+    meanwhile cancels it (it used to be swallowed there, and the caller went on)."""
+    abort, cleaning, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def slow_to_close() -> _Opened:
+        try:
+            await asyncio.Event().wait()  # the request never answers
+        finally:
+            cleaning.set()
+            await release.wait()  # closing the half-open connection takes a while
+        return _Opened()
+
+    caller = asyncio.create_task(openai_http._until_abort(slow_to_close(), abort))
+    abort.set()
+    await cleaning.wait()
+    caller.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await caller

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tui_agent.cli.configured import build_configured_agent, function_tool
 from tui_agent.errors import ConfigError
 from tui_agent.memory import Memory
 from tui_agent.settings import current_settings, load_settings
+from tui_agent.startup.configured import build_configured_agent, function_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,7 +136,7 @@ def test_a_tool_path_that_does_not_resolve_is_a_clear_error(workdir: Path) -> No
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui_agent.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "tui_agent", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=60,
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
 
@@ -155,6 +155,17 @@ def test_config_hides_the_password_of_a_store_url(workdir: Path) -> None:
     done = run_cli("--db", "postgresql://me:s3cret@127.0.0.1:1/team", "config", cwd=workdir)
     assert done.returncode == 0, done.stderr
     assert "s3cret" not in done.stdout and "postgresql://me:***@127.0.0.1:1/team" in done.stdout
+
+
+@pytest.mark.parametrize("variable", ["TUI_AGENT_KEYMAP", "TUI_AGENT_AGENTS"])
+def test_an_environment_value_that_is_not_json_names_the_variable(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """A list or table setting from the environment is JSON; anything else is one ConfigError
+    naming the variable (it was a pydantic-settings traceback)."""
+    monkeypatch.setenv(variable, "{not json")
+    with pytest.raises(ConfigError, match=f"environment variable {variable}: not valid JSON"):
+        load_settings()
 
 
 def test_a_bad_settings_file_stops_the_cli_with_one_line_and_exit_2(workdir: Path) -> None:

@@ -1,7 +1,9 @@
 """tui-agent: agents on shared, live threads.
 
-Public names load lazily so that ``import tui_agent`` stays fast and never imports litellm or
-textual.
+Everything a program writes against is importable from here: the agent and its tools, memory
+and the stores, the error family, the test model and the stream's event types. Names load
+lazily (on first access), so ``import tui_agent`` stays fast and never imports litellm or
+textual (tests/test_import.py); ``from tui_agent import Agent`` loads the agent core only.
 """
 
 from __future__ import annotations
@@ -11,30 +13,89 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
+_ERRORS = (
+    "TuiAgentError", "ConfigError", "ArgumentTypeError", "MissingCredentialError",
+    "UnknownProviderError", "ToolDefinitionError", "RequestContextError", "SignalError",
+    "ModelCallError",
+    "ModelNotInstalledError", "ProcessorError", "RunFailedError", "StoreError",
+    "StoreCorruptError", "LeaseLostError", "StoreFullError", "ThreadBusyError",
+)
+_EVENTS = (
+    "Chunk", "ChunkType", "StartChunk", "StepStartChunk", "TextDeltaChunk", "ToolCallChunk",
+    "ToolResultChunk", "StepFinishChunk", "FinishChunk", "AbortChunk", "ErrorChunk",
+    "InterruptedChunk", "EchoChunk", "is_end",
+)
+# public name → the module that defines it
+_EXPORTS: dict[str, str] = {
     "Agent": "tui_agent.agent.agent",
     "create_tool": "tui_agent.tools",
     "Tool": "tui_agent.tools",
     "Memory": "tui_agent.memory",
-    "SqliteStore": "tui_agent.store",
     "RequestContext": "tui_agent.context",
+    "open_store": "tui_agent.store.url",
+    "Store": "tui_agent.store.contract",
+    "SqliteStore": "tui_agent.store.sqlite",
+    "PostgresStore": "tui_agent.store.postgres",  # asyncpg itself loads when one connects
+    "ScriptedModel": "tui_agent.testing",
+    **dict.fromkeys(_ERRORS, "tui_agent.errors"),
+    **dict.fromkeys(_EVENTS, "tui_agent.events"),
 }
 
-__all__ = [
-    "Agent",
-    "Memory",
-    "RequestContext",
-    "SqliteStore",
-    "Tool",
-    "__version__",
-    "create_tool",
+__all__ = [  # every name of _EXPORTS (tests/test_import.py)
+    "AbortChunk", "Agent", "ArgumentTypeError", "Chunk", "ChunkType", "ConfigError", "EchoChunk",
+    "ErrorChunk", "FinishChunk", "InterruptedChunk", "LeaseLostError", "Memory",
+    "MissingCredentialError", "ModelCallError", "ModelNotInstalledError", "PostgresStore",
+    "ProcessorError", "RequestContext", "RequestContextError", "RunFailedError", "ScriptedModel",
+    "SignalError", "SqliteStore", "StartChunk", "StepFinishChunk", "StepStartChunk", "Store",
+    "StoreCorruptError", "StoreError", "StoreFullError", "TextDeltaChunk", "ThreadBusyError",
+    "Tool", "ToolCallChunk", "ToolDefinitionError", "ToolResultChunk", "TuiAgentError",
+    "UnknownProviderError", "__version__", "create_tool", "is_end", "open_store",
 ]
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
     from tui_agent.context import RequestContext
+    from tui_agent.errors import (
+        ArgumentTypeError,
+        ConfigError,
+        LeaseLostError,
+        MissingCredentialError,
+        ModelCallError,
+        ModelNotInstalledError,
+        ProcessorError,
+        RequestContextError,
+        RunFailedError,
+        SignalError,
+        StoreCorruptError,
+        StoreError,
+        StoreFullError,
+        ThreadBusyError,
+        ToolDefinitionError,
+        TuiAgentError,
+        UnknownProviderError,
+    )
+    from tui_agent.events import (
+        AbortChunk,
+        Chunk,
+        ChunkType,
+        EchoChunk,
+        ErrorChunk,
+        FinishChunk,
+        InterruptedChunk,
+        StartChunk,
+        StepFinishChunk,
+        StepStartChunk,
+        TextDeltaChunk,
+        ToolCallChunk,
+        ToolResultChunk,
+        is_end,
+    )
     from tui_agent.memory import Memory
-    from tui_agent.store import SqliteStore
+    from tui_agent.store.contract import Store
+    from tui_agent.store.postgres import PostgresStore
+    from tui_agent.store.sqlite import SqliteStore
+    from tui_agent.store.url import open_store
+    from tui_agent.testing import ScriptedModel
     from tui_agent.tools import Tool, create_tool
 
 
@@ -45,3 +106,7 @@ def __getattr__(name: str) -> Any:
     value = getattr(import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

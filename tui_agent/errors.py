@@ -29,6 +29,12 @@ class UnknownProviderError(ConfigError):
     """A model router string names a provider that neither tui_agent nor litellm knows."""
 
 
+class ArgumentTypeError(ConfigError, TypeError):
+    """An argument has the wrong type (a search query that is not a string, a scripted reply
+    that is neither text, a dict nor an exception); a ``TypeError`` too, for callers that catch
+    one."""
+
+
 class ToolDefinitionError(ConfigError):
     """A tool was defined wrongly (bad schema, no execute function, ...)."""
 

@@ -12,6 +12,7 @@ the file (or variable), the key and what was expected (tests: ``tests/test_setti
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from pydantic_settings import (
     EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -160,17 +162,16 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, cwd: Path | None = 
     """Defaults < file < environment < ``flags`` (None values in flags are not given)."""
     path = settings_file(cwd)
     given = {k: v for k, v in (flags or {}).items() if v is not None}
+    # Read first, each failing with its own ConfigError: the explanation below needs both.
+    file_values = _read_file(path) if path is not None else {}
+    origins = _origins(path, file_values, _read_env(), given)
     Settings.toml_path = path
     try:
-        file_values = _read_file(path) if path is not None else {}
-        env_values = EnvSettingsSource(Settings)()
         settings = Settings(**given)
     except ValidationError as error:
-        origins = _origins(path, file_values, env_values, given)
         raise ConfigError(_explain(error, origins)) from None
     finally:
         Settings.toml_path = None
-    origins = _origins(path, file_values, env_values, given)
     settings.note_sources({name: origins.get(name, "default") for name in Settings.model_fields})
     return settings
 
@@ -203,6 +204,18 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read: {error.strerror}") from None
+
+
+def _read_env() -> dict[str, Any]:
+    """The ``TUI_AGENT_*`` values. A list or table value that is not JSON is a ConfigError
+    naming its variable (tests/test_settings.py), not pydantic-settings' traceback."""
+    try:
+        return EnvSettingsSource(Settings)()
+    except SettingsError as error:
+        field = re.search(r'field "([^"]+)"', str(error))
+        name = f"{ENV_PREFIX}{field.group(1).upper()}" if field else f"a {ENV_PREFIX}* variable"
+        raise ConfigError(f"environment variable {name}: not valid JSON "
+                          f"(a list or table value is written as JSON)") from None
 
 
 def _explain(error: ValidationError, sources: dict[str, str]) -> str:

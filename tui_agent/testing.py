@@ -18,7 +18,7 @@ from itertools import count
 from typing import Any
 
 from tui_agent._util import maybe_await
-from tui_agent.errors import TuiAgentError
+from tui_agent.errors import ArgumentTypeError, ConfigError, TuiAgentError
 from tui_agent.models.base import (
     ModelEvent,
     ModelRequest,
@@ -45,9 +45,9 @@ class ScriptedModel:
         delay_s: float = 0.0,
     ) -> None:
         if replies is None and handler is None:
-            raise ValueError("ScriptedModel needs replies=[...] or handler=fn(messages, tools)")
+            raise ConfigError("ScriptedModel needs replies=[...] or handler=fn(messages, tools)")
         if chunk_size < 1:
-            raise ValueError("chunk_size must be at least 1")
+            raise ConfigError("chunk_size must be at least 1")
         self._replies = list(replies or [])
         self._handler = handler
         self.chunk_size = chunk_size
@@ -88,7 +88,8 @@ class ScriptedModel:
             yield StepEnd("stop", usage)
             return
         if not isinstance(reply, dict):
-            raise TypeError(f"ScriptedModel reply must be str, dict or exception, not {reply!r}")
+            raise ArgumentTypeError(
+                f"ScriptedModel reply must be str, dict or exception, not {reply!r}")
         if reply.get("text"):
             async for piece in self._chunks(reply["text"], request):
                 yield TextDelta(piece)

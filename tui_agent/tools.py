@@ -93,7 +93,7 @@ class Tool:
 
     def _validate_json(self, args: dict[str, Any]) -> None:
         if self._validator is None:
-            import jsonschema
+            import jsonschema.validators
 
             cls = jsonschema.validators.validator_for(self._json_schema)
             self._validator = cls(self._json_schema)
@@ -148,7 +148,7 @@ def _input_json_schema(tool_id: str, schema: Any) -> dict[str, Any]:
 
 
 def _check_json_schema(tool_id: str, schema: dict[str, Any]) -> None:
-    import jsonschema
+    import jsonschema.validators
 
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)

@@ -27,7 +27,7 @@ async def test_a_message_sent_by_another_process_appears_with_its_answer(
     async with app.run_test(size=(100, 30)) as pilot:
         pane = pane_of(app)
         await until(pilot, lambda: pane.feed.attached, "the pane subscribed")
-        command = [sys.executable, "-m", "tui_agent.cli", "--db", db, "send", "--agent",
+        command = [sys.executable, "-m", "tui_agent", "--db", db, "send", "--agent",
                    SCRIPTED, "-r", "demo", "-t", "demo", "--as", "Zed", "--attr", "from=cli",
                    "--quiet", "hello from elsewhere"]
         process = await asyncio.create_subprocess_exec(

@@ -23,7 +23,7 @@ def boom(self):
     raise RuntimeError("boom in a key handler, key sk-abcdef1234567890XYZ")
 
 ThreadPane._update_header = boom  # the first sync of the pane hits the bug
-from tui_agent.cli.main import main
+from tui_agent.main import main
 sys.exit(main(["--no-warm", "--db", sys.argv[1]]))
 """
 

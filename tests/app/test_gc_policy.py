@@ -22,7 +22,7 @@ async def report(self, *args, **kwargs):  # where the app would start: say what 
 textual.app.App.run_async = report
 before = {"threshold": gc.get_threshold()[0], "frozen": gc.get_freeze_count()}
 print(json.dumps(before))
-from tui_agent.cli.main import main
+from tui_agent.main import main
 main(["--no-warm", "--db", tempfile.mkdtemp() + "/s.sqlite"])
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from helpers.app import AppFactory, pane_of, until
 
+from tui_agent.app.screens.help import HelpScreen
 from tui_agent.app.widgets.key_bar import KeyBar
 
 
@@ -45,7 +46,14 @@ async def test_a_click_on_a_hint_presses_its_key(make_app: AppFactory) -> None:
         bar = app.query_one(KeyBar)
         await until(pilot, lambda: "Help" in descriptions(bar), "the help key")
         await pilot.click(KeyBar, offset=(x_of(bar, "Help"), 0))
-        await until(pilot, lambda: bool(app.screen.query("HelpPanel")), "the help panel")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        text = str(app.screen.query_one("#help-text").render())
+        for binding_id in ("pane.abort", "app.quit", "pane.toggle_state", "inbox.dismiss",
+                           "state.history", "composer.toggle_queue", "app.help"):
+            assert binding_id in text  # every binding with the id the keymap uses
+        assert "^q" in text and "Quit" in text
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen), "help closed")
 
 
 async def test_moving_between_panes_with_the_same_keys_keeps_the_bar(

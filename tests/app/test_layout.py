@@ -129,3 +129,34 @@ def clicked_toggle(bar: PaneBar, x: int) -> str | None:
         if start <= x < end and isinstance(message, PaneBar.ToggleClicked):
             return message.name
     return None
+
+
+async def test_tab_reaches_the_transcript_and_the_state_panel_and_stays_there(
+    make_app: AppFactory,
+) -> None:
+    from tui_agent.app.widgets.state_tree import StateTree
+
+    app = make_app()
+    app.config.show_state = True
+    agent = app.config.agent
+    async with app.run_test(size=(160, 40)) as pilot:
+        await opened(pilot, app)
+        await agent.memory.create_thread("main", resource_id="me")
+        await agent.send_state_signal(
+            {"id": "browser", "mode": "snapshot", "cache_key": "1", "value": {"a": 1}},
+            if_idle={"behavior": "persist"}, resource_id="me", thread_id="main")
+        pane = app.focused_pane()
+        await until(pilot, lambda: "browser" in pane.state_panel.lanes, "the lane listed")
+        for _ in range(4):
+            await pilot.press("tab")
+            await pilot.pause()
+            if isinstance(app.focused, StateTree):
+                break
+        assert isinstance(app.focused, StateTree)  # by Tab; the focus was not sent back
+        await pilot.press("shift+tab")
+        await pilot.pause()
+        assert not isinstance(app.focused, StateTree)
+        await pilot.press("f3")  # its own key: shown, focus elsewhere, so f3 focuses it
+        await until(pilot, lambda: isinstance(app.focused, StateTree), "focused by f3")
+        await pilot.press("f3")  # focused: f3 hides it
+        await until(pilot, lambda: not pane.state_panel.shown, "the state panel hidden")

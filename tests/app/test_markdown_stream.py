@@ -27,7 +27,7 @@ from tui_agent.app.widgets.markdown_stream import (
     render_markdown,
 )
 from tui_agent.app.widgets.packed_lines import PackedLines
-from tui_agent.cli.render import split_blocks
+from tui_agent.text import split_blocks
 
 ANSWERS = {
     "fence": (

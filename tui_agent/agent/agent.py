@@ -104,7 +104,6 @@ class Agent:
         self._parsed_notifications: tuple[Any, NotificationsConfig] | None = None
         if notifications is not None:  # a bad config fails now, not at the first notification
             self._parsed_notifications = (notifications, parse_notifications_config(notifications))
-        self.voice = None  # not supported: anything else was refused above
         self.runtime = self._new_runtime(PROCESS_OWNER)  # runs, tasks, lease owner, dispatcher
 
     def __repr__(self) -> str:
@@ -225,7 +224,7 @@ class Agent:
         self._validate_request_context(context)
         memory = self.memory
         if self.memory_fn is not None:
-            memory = await _per_run(self.memory_fn, context, _check_memory_result)
+            memory = await _per_run(self.memory_fn, context, _check_memory)
         if options.memory is not None and memory is None:
             raise ConfigError(
                 "memory option given but the agent has no memory: Agent(memory=Memory(...))"
@@ -508,17 +507,17 @@ def _check_tools(tools: Any) -> Any:
 
 _LEGACY = (
     "{} belongs to Mastra's legacy generate/stream over its old AI SDK, which tui_agent does "
-    "not have: use {} (see the README's Choices)"
+    "not have: use {} (see docs/choices.md)"
 )
-#: Options and methods of the reference that are refused with these reasons (README: Choices).
+#: Options and methods of the reference that are refused with these reasons (docs/choices.md).
 _NOT_APPLICABLE = {
     "voice": (
         "voice is not supported: tui_agent has no speech adapter (speak/listen); pass "
-        "voice=None or leave it out (see the README's Choices)"
+        "voice=None or leave it out (see docs/choices.md)"
     ),
     "mastra": (
         "mastra is not applicable: it is the Mastra runtime instance that Mastra injects; "
-        "tui_agent has no such runtime (see the README's Choices)"
+        "tui_agent has no such runtime (see docs/choices.md)"
     ),
     "default_generate_options_legacy": _LEGACY.format(
         "default_generate_options_legacy", "default_options="
@@ -599,12 +598,6 @@ def _input_processors(processors: Any) -> list[Any]:
 
 def _output_processors(processors: Any) -> list[Any]:
     return check_processors(processors, "output_processors")
-
-
-def _check_memory_result(memory: Any) -> Any:
-    if memory is None:
-        return None
-    return _check_memory(memory)
 
 
 def _check_agents(agents: Any) -> dict[str, Agent]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, work
@@ -45,6 +46,7 @@ MAX_VISIBLE = 4  # panes in view at the most (a 2×2 grid; tui_agent/app/layout.
 def binding_scopes() -> dict[str, list[Any]]:
     """Every binding with an id, grouped by what is live at the same time."""
     from tui_agent.app.screens.confirm import ConfirmScreen
+    from tui_agent.app.screens.help import HelpScreen
     from tui_agent.app.screens.thread_picker import ThreadPicker
     from tui_agent.app.widgets.composer import Composer
     from tui_agent.app.widgets.inbox_list import InboxList
@@ -58,6 +60,7 @@ def binding_scopes() -> dict[str, list[Any]]:
                  *ToolCall.BINDINGS],
         "picker": list(ThreadPicker.BINDINGS),
         "confirm": list(ConfirmScreen.BINDINGS),
+        "help": list(HelpScreen.BINDINGS),
         "inbox": [*InboxSidebar.BINDINGS, *InboxList.BINDINGS],
         "state": list(StatePanel.BINDINGS),  # escape repeats pane.abort on purpose
     }
@@ -81,7 +84,7 @@ class AppConfig:
     theme: str | None = None  # the settings' theme; None: the remembered one
     show_inbox: bool = False  # the inbox sidebar, where there is room (settings: show_inbox)
     show_state: bool = False  # the focused pane's state panel, where there is room
-    remember: Callable[[str, bool], None] | None = None  # keeps a toggle's choice (settings)
+    remember: Callable[[str, bool], object] | None = None  # keeps a toggle's choice (settings)
 
 
 class TuiAgentApp(App[int]):
@@ -105,10 +108,14 @@ class TuiAgentApp(App[int]):
                  boot: Callable[[], Awaitable[AppConfig]] | None = None,
                  extra_css: list[str] | None = None) -> None:
         """``config``, or ``boot``: what builds it once the first screen is painted."""
-        css = [*(config.extra_css if config else []), *(extra_css or [])]
-        super().__init__(css_path=[self.CSS_PATH, *css])
+        own = self.CSS_PATH  # a subclass's own (the tests' snapshot apps) wins
+        css: list[str | PurePath] = [*(own if isinstance(own, list) else [own] if own else []),
+                                     *(config.extra_css if config else []), *(extra_css or [])]
+        super().__init__(css_path=css)
         if config is None and boot is None:
-            raise ValueError("TuiAgentApp needs a config or a boot coroutine")
+            from tui_agent.app.bridge import ConfigError
+
+            raise ConfigError("TuiAgentApp needs a config or a boot coroutine")
         self._config = config
         self._boot = boot
         self.startup_error: BaseException | None = None  # why boot failed (the CLI says it)
@@ -125,6 +132,7 @@ class TuiAgentApp(App[int]):
         self.state_open = False  # opened over the focused pane's transcript
         self.plan = plan_layout(80, 24, 0, show_inbox=False, show_state=False)
         self._terminal_size = Size(80, 24)  # as the last resize said
+        self._keymap_in_use: dict[str, str] = {}  # binding id → keys, as checked
 
     # -- a crash -------------------------------------------------------------------------------
 
@@ -212,6 +220,7 @@ class TuiAgentApp(App[int]):
         from tui_agent.app.keymap import check_keymap
 
         usable, warnings = check_keymap(self.config.keymap, binding_scopes())
+        self._keymap_in_use = dict(usable)
         self.set_keymap(usable)
         for warning in warnings:
             self.notify(warning, title="keymap", severity="warning", timeout=10)
@@ -278,11 +287,14 @@ class TuiAgentApp(App[int]):
             inbox.styles.width = plan.inbox_width if plan.inbox == "side" else "1fr"
         self._update_bar()
 
-    def _focus(self, pane: ThreadPane) -> None:
+    def _focus(self, pane: ThreadPane, *, to_composer: bool = True) -> None:
+        """Make ``pane`` the focused pane; ``to_composer``: and put the keyboard focus in its
+        composer (not when the focus landed inside the pane by Tab or a click: it stays)."""
         for each in self.panes:
             each.focused = each is pane
-        self._focus_pending = pane
-        self.call_after_refresh(self._focus_composer, pane)
+        if to_composer:
+            self._focus_pending = pane
+            self.call_after_refresh(self._focus_composer, pane)
         self.apply_layout()  # the state panel goes with the focus
 
     def _focus_composer(self, pane: ThreadPane) -> None:
@@ -346,8 +358,9 @@ class TuiAgentApp(App[int]):
         if pending is not None and pending is not pane and not message.clicked:
             return  # focus from before the app moved it on (keys, a new pane): stale
         widget = self.focused  # a stale focus event (focus has moved on since) is ignored
-        if message.clicked or (widget is not None and pane in widget.ancestors_with_self):
-            self._focus(pane)
+        inside = widget is not None and pane in widget.ancestors_with_self
+        if message.clicked or inside:
+            self._focus(pane, to_composer=not inside)
 
     def action_focus_pane(self, step: int) -> None:
         if not self.panes:
@@ -482,15 +495,12 @@ class TuiAgentApp(App[int]):
         self.open_pane(choice.resource_id, choice.thread_id)
 
     async def _thread_choices(self) -> list[ThreadChoice]:
+        from tui_agent.app.bridge import thread_listing
         from tui_agent.app.screens.thread_picker import ThreadChoice
 
-        memory = self.config.agent.memory
-        threads = await memory.list_threads()
-        activity = await memory.thread_activity()
         return [
-            ThreadChoice(t.resource_id, t.id, t.title or "", *activity.get(t.id, (0, False)),
-                         updated_at=t.updated_at)
-            for t in threads
+            ThreadChoice(t.resource_id, t.id, t.title or "", *activity, updated_at=t.updated_at)
+            for t, activity in await thread_listing(self.config.agent)
         ]
 
     # -- abort ---------------------------------------------------------------------------------
@@ -507,10 +517,21 @@ class TuiAgentApp(App[int]):
     # -- help and command palette --------------------------------------------------------------
 
     def action_toggle_help(self) -> None:
-        if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
-        else:
-            self.action_show_help_panel()
+        """Every binding, with its key and its keymap id (``screens/help.py``)."""
+        from tui_agent.app.screens.help import HelpScreen, help_text
+
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(HelpScreen(help_text(binding_scopes(), self._key_of)))
+
+    def _key_of(self, binding: Binding) -> str:
+        """A binding's keys now (after the keymap), as the key bar shows them."""
+        from dataclasses import replace
+
+        keys = self._keymap_in_use.get(binding.id or "", binding.key)
+        return ", ".join(self.get_key_display(replace(binding, key=key.strip()))
+                         for key in keys.split(","))
 
     def get_system_commands(self, screen: Screen[Any]) -> Any:
         yield from super().get_system_commands(screen)
@@ -560,8 +581,8 @@ class TuiAgentApp(App[int]):
     async def send_by_hand(self, kind: str) -> None:
         """The form, then ``send_notification_signal`` / ``send_state_signal`` into the focused
         pane's thread; the policy's decision (or the lane's version) shows in the pane."""
+        from tui_agent.app.bridge import TuiAgentError
         from tui_agent.app.screens.send_signal import SendSignalScreen
-        from tui_agent.errors import TuiAgentError
 
         pane = self.focused_pane()
         if pane is None:
@@ -575,35 +596,21 @@ class TuiAgentApp(App[int]):
             pane.show_notice(f"✗ {error}", error=True)
 
     async def _send_form(self, form: Any, pane: ThreadPane) -> str:
-        from tui_agent.state.lanes import state_update
+        from tui_agent.app.bridge import send_form
 
-        agent = self.config.agent
-        target = {"resource_id": pane.resource_id, "thread_id": pane.thread_id}
-        await agent.memory.create_thread(pane.thread_id, resource_id=pane.resource_id)
-        if form.kind == "notification":
-            outcome = await agent.send_notification_signal(form.fields, **target)
-            decision = outcome["decision"]
-            return f"✉ {decision['action']}: {decision.get('reason', '')}"
-        fields = form.fields
-        signal = state_update(fields["lane"], fields["value"], delta=fields["delta"])
-        outcome = await agent.send_state_signal(signal, if_idle={"behavior": "persist"},
-                                                **target)
-        if isinstance(outcome, dict) and outcome.get("skipped"):
-            return f"⟳ {fields['lane']} unchanged"
-        lane = await agent.memory.get_state_lane(pane.thread_id, fields["lane"])
-        return f"⟳ {fields['lane']} → v{lane.version if lane else '?'}"
+        return await send_form(self.config.agent, form.kind, form.fields, pane.resource_id,
+                               pane.thread_id)
 
     # -- background work -----------------------------------------------------------------------
 
     @work(group="model", exit_on_error=False)
     async def _warm_model(self) -> None:
         """Load the model off the UI: litellm's import (seconds), the local model's server."""
-        from tui_agent.cli.common import check_model
-        from tui_agent.errors import TuiAgentError
+        from tui_agent.app.bridge import TuiAgentError, warm_model
 
         self.sub_title = f"loading {self.config.model_label}…"
         try:
-            await check_model(self.config.agent, warm=True)
+            await warm_model(self.config.agent)
         except TuiAgentError as error:
             self.notify(str(error), title="model", severity="error", timeout=15)
             self.sub_title = "model failed to load"
@@ -614,11 +621,11 @@ class TuiAgentApp(App[int]):
     async def _run_demo(self) -> None:
         import asyncio
 
-        from tui_agent.demo import DemoFeed
+        from tui_agent.app.bridge import run_demo
 
         self._demo_stop = asyncio.Event()
-        feed = DemoFeed(self.config.agent, say=lambda text: self.notify(text, timeout=5))
-        await feed.run(self._demo_stop)
+        await run_demo(self.config.agent, lambda text: self.notify(text, timeout=5),
+                       self._demo_stop)
 
     async def action_quit(self) -> None:
         await self.shutdown()
@@ -626,16 +633,10 @@ class TuiAgentApp(App[int]):
 
     async def shutdown(self) -> None:
         """Stop the demo feed and this process's runs (other processes' runs go on)."""
-        import asyncio
-        import contextlib
+        from tui_agent.app.bridge import stop_local_runs
 
         if self._demo_stop is not None:
             self._demo_stop.set()
         if self._config is None:
             return
-        agent = self._config.agent
-        for output in agent.local_runs():
-            output.abort()
-        for output in agent.local_runs():
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(output.result(), 5.0)
+        await stop_local_runs(self._config.agent)

@@ -23,13 +23,19 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 
 from tui_agent.app.transcript import Transcript
-from tui_agent.errors import TuiAgentError
+from tui_agent.errors import ConfigError, TuiAgentError
 from tui_agent.events import DATA_SIGNAL, DATA_USER_MESSAGE, END_TYPES, START, STEP_FINISH
+from tui_agent.signals.data import signal_text
+
+__all__ = ["ConfigError", "SendRequest", "ThreadFeed", "TuiAgentError", "demo_thread",
+           "run_cost", "run_demo", "send_form", "signal_text", "stop_local_runs", "thread_listing",
+           "warm_model"]
 
 FIRST_PAGE = 20  # messages mounted when a pane opens: a screenful, so a pane paints fast
 HISTORY_PAGE = 50  # messages paged in per step scrolled back (or until the view can scroll)
 WAITING_GAP_S = 0.5  # the least time between two reads of the signals waiting for a live run
 URGENT_TYPES = END_TYPES | {STEP_FINISH}  # an answer's end: shown at once, not at the next tick
+STOP_WAIT_S = 5.0  # how long quitting waits for each of this process's aborted runs to end
 
 
 @dataclass
@@ -295,3 +301,74 @@ def run_cost(model: str, input_tokens: int, output_tokens: int) -> float | None:
 def _one_line(error: BaseException) -> str:
     text = str(error) if isinstance(error, TuiAgentError) else f"{type(error).__name__}: {error}"
     return " ".join(text.split())[:300]
+
+
+# -- the app's own calls into the core (app.py's actions; the panes' go through ThreadFeed) ----
+
+
+async def thread_listing(agent: Any) -> list[tuple[Any, tuple[int, bool]]]:
+    """Every thread of the agent's store, with its activity (``Memory.thread_activity``:
+    messages, a live run) or ``(0, False)``."""
+    threads = await agent.memory.list_threads()
+    activity = await agent.memory.thread_activity()
+    return [(thread, activity.get(thread.id, (0, False))) for thread in threads]
+
+
+async def send_form(agent: Any, kind: str, fields: dict[str, Any], resource_id: str,
+                    thread_id: str) -> str:
+    """Send a hand-made notification or state signal into the thread; the policy's decision
+    (or the lane's new version) as one line for the pane."""
+    from tui_agent.state.lanes import state_update
+
+    target = {"resource_id": resource_id, "thread_id": thread_id}
+    await agent.memory.create_thread(thread_id, resource_id=resource_id)
+    if kind == "notification":
+        outcome = await agent.send_notification_signal(fields, **target)
+        decision = outcome["decision"]
+        return f"✉ {decision['action']}: {decision.get('reason', '')}"
+    signal = state_update(fields["lane"], fields["value"], delta=fields["delta"])
+    outcome = await agent.send_state_signal(signal, if_idle={"behavior": "persist"}, **target)
+    if isinstance(outcome, dict) and outcome.get("skipped"):
+        return f"⟳ {fields['lane']} unchanged"
+    lane = await agent.memory.get_state_lane(thread_id, fields["lane"])
+    return f"⟳ {fields['lane']} → v{lane.version if lane else '?'}"
+
+
+async def warm_model(agent: Any) -> None:
+    """Load the agent's model now (litellm's import, the local model's server), off the loop;
+    its setup error is raised as a ``TuiAgentError``."""
+    from tui_agent.startup.agents import check_model
+
+    await check_model(agent, warm=True)
+
+
+def demo_thread() -> tuple[str, str]:
+    """(resource, thread) of the live demo's thread, the one ``tui-agent --demo`` opens."""
+    from tui_agent.demo import DEMO_RESOURCE, DEMO_THREAD
+
+    return DEMO_RESOURCE, DEMO_THREAD
+
+
+async def run_demo(agent: Any, say: Any, stop: asyncio.Event) -> None:
+    """The live demo scenario on the agent's demo thread until ``stop`` is set."""
+    from tui_agent.demo import DemoFeed
+
+    await DemoFeed(agent, say=say).run(stop)
+
+
+async def stop_local_runs(agent: Any) -> None:
+    """Abort this process's runs and wait (``STOP_WAIT_S`` each) for them to end; other
+    processes' runs go on."""
+    for output in agent.local_runs():
+        output.abort()
+    for output in agent.local_runs():
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(output.result(), STOP_WAIT_S)
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every credential this process could hold replaced by ``***`` (for a
+    crash report: ``tui_agent.app.crash``)."""
+    from tui_agent.models.redaction import call_secrets, redact
+
+    return redact(text, call_secrets({}))

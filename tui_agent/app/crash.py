@@ -18,7 +18,7 @@ EXIT_CRASHED = 1
 
 def write_crash_report(error: BaseException, folder: Path | None = None) -> Path:
     """Write ``error``'s traceback to a new file in ``folder`` (the state folder); its path."""
-    from tui_agent.models.redaction import call_secrets, redact
+    from tui_agent.app.bridge import redact_secrets
     from tui_agent.paths import state_dir
 
     folder = folder or state_dir()
@@ -28,13 +28,13 @@ def write_crash_report(error: BaseException, folder: Path | None = None) -> Path
     lines = traceback.format_exception(error)
     head = (f"tui-agent crashed at {time.strftime('%Y-%m-%d %H:%M:%S %z')}\n"
             f"python {platform.python_version()} on {platform.platform()}\n\n")
-    path.write_text(redact(head + "".join(lines), call_secrets({})), encoding="utf-8")
+    path.write_text(redact_secrets(head + "".join(lines)), encoding="utf-8")
     return path
 
 
 def crash_line(error: BaseException, path: Path) -> str:
     """The one line the terminal gets once the app's screen is gone (redacted too)."""
-    from tui_agent.models.redaction import call_secrets, redact
+    from tui_agent.app.bridge import redact_secrets
 
-    what = redact(f"{type(error).__name__}: {error}", call_secrets({}))
+    what = redact_secrets(f"{type(error).__name__}: {error}")
     return f"tui-agent crashed ({what}); the traceback is in {path}"

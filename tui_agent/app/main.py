@@ -23,10 +23,10 @@ CLOSE_S = 5.0  # how long the app's last runs may take to end once it exits
 
 def build_config(args: argparse.Namespace, agent: Any) -> Any:
     from tui_agent.app.app import AppConfig
+    from tui_agent.app.bridge import demo_thread
     from tui_agent.app.widgets.composer import Identity
-    from tui_agent.cli.common import default_resource, model_label, parse_attrs, store_path
-    from tui_agent.demo import DEMO_RESOURCE, DEMO_THREAD
     from tui_agent.settings_file import remember_setting
+    from tui_agent.startup.agents import default_resource, model_label, parse_attrs, store_path
 
     attributes = parse_attrs(args.attr, None)
     name = args.as_name or default_resource()  # you, not the thread's resource
@@ -35,7 +35,7 @@ def build_config(args: argparse.Namespace, agent: Any) -> Any:
         if not args.as_name:
             name = "you"
             attributes.setdefault("from", "terminal")
-        threads = [(DEMO_RESOURCE, DEMO_THREAD)]
+        threads = [demo_thread()]
     return AppConfig(
         agent=agent, threads=threads, identity=Identity(name, attributes),
         agent_label=str(agent.id), model_label=model_label(agent),
@@ -55,8 +55,8 @@ async def run_app(args: argparse.Namespace) -> int:
     built: list[Any] = []
 
     async def boot() -> Any:
-        from tui_agent.cli.common import build_agent, check_model
-        from tui_agent.cli.main import settle
+        from tui_agent.startup.agents import build_agent, check_model
+        from tui_agent.startup.args import settle
 
         await asyncio.to_thread(settle, args)  # the settings: flags > env > file
         agent = await asyncio.to_thread(build_agent, args)  # the core's imports, off the loop
@@ -67,17 +67,18 @@ async def run_app(args: argparse.Namespace) -> int:
         return config
 
     extra_css = [str(DEMO_CSS)] if args.demo else []
-    app: TuiAgentApp | None = None
+    started: list[TuiAgentApp] = []
     try:
         if sys.stderr.isatty():  # paint first, boot behind the first screen
             app = TuiAgentApp(boot=boot, extra_css=extra_css)
         else:  # no terminal to paint on: a start-up error must be the only output
             app = TuiAgentApp(await boot(), extra_css=extra_css)
+        started.append(app)
         settle_garbage_collector()
         result = await app.run_async()
     finally:
-        if app is not None:  # after a crash too: the runs this app owned end aborted
-            await app.shutdown()
+        for each in started:  # after a crash too: the runs this app owned end aborted
+            await each.shutdown()
         for agent in built:
             await agent.close(timeout=CLOSE_S)
             await agent.memory.store.close()

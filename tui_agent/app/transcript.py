@@ -364,9 +364,5 @@ def _parse_json(value: Any) -> Any:
     return value
 
 
-def author_label(entry: Entry) -> str:
-    return entry.author or ("user" if not entry.source else entry.source)
-
-
 def signal_icon(entry: Entry) -> str:
     return SIGNAL_ICONS.get(entry.signal_type, "•")

@@ -21,15 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from tui_agent.cli.common import (
-    build_agent,
-    check_model,
-    is_local_model,
-    message_of,
-    model_label,
-    parse_attrs,
-    store_path,
-)
+from tui_agent.cli.common import message_of
 from tui_agent.cli.render import (
     MarkdownBlock,
     Renderer,
@@ -37,11 +29,19 @@ from tui_agent.cli.render import (
     author_of,
     badge_colour,
     make_console,
-    one_line,
     quiet_terminal,
 )
 from tui_agent.errors import TuiAgentError
 from tui_agent.events import is_end
+from tui_agent.startup.agents import (
+    build_agent,
+    check_model,
+    is_local_model,
+    model_label,
+    parse_attrs,
+    store_path,
+)
+from tui_agent.text import one_line
 
 HELP = """\
 Type a message and press Enter. Commands:

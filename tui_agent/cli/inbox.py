@@ -9,9 +9,9 @@ import json
 import sys
 from typing import Any
 
-from tui_agent.cli.common import build_agent, check_model
 from tui_agent.cli.render import make_console
 from tui_agent.errors import ConfigError
+from tui_agent.startup.agents import build_agent, check_model
 from tui_agent.state.lanes import state_update
 
 

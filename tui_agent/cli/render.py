@@ -37,10 +37,10 @@ from tui_agent.events import (
     ToolResultPayload,
 )
 from tui_agent.signals.data import signal_text
+from tui_agent.text import one_line, split_blocks
 
 REFRESH_PER_SECOND = 8  # the live tail's repaint rate: smooth enough, cheap on 2 cores
 _BADGE_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
-_ONE_LINE = 160  # tool arguments/results and signal texts are cut to this many characters
 
 
 def make_console(file: IO[str] | None = None) -> Console:
@@ -52,48 +52,12 @@ def badge_colour(author: str) -> str:
     return _BADGE_COLOURS[zlib.crc32(author.encode()) % len(_BADGE_COLOURS)]
 
 
-def one_line(value: Any, limit: int = _ONE_LINE) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def author_of(attributes: dict[str, Any]) -> str:
     """``name · from`` of a user message (either may be missing)."""
     name = attributes.get("name")
     source = attributes.get("from")
     parts = [str(p) for p in (name, source) if p not in (None, "")]
     return " · ".join(parts) if parts else "user"
-
-
-def split_blocks(text: str) -> tuple[list[str], str]:
-    """Finished Markdown blocks (ended by a blank line outside a code fence) and the rest."""
-    lines = text.split("\n")
-    spans = block_spans(lines)
-    start, end = spans.pop()  # the last run takes the last line: it is not finished
-    return ["\n".join(lines[s:e]) for s, e in spans], "\n".join(lines[start:end])
-
-
-def block_spans(lines: list[str]) -> list[tuple[int, int]]:
-    """The line ranges ``[start, end)`` of the runs of lines between blank lines outside a code
-    fence. The last line always belongs to the last run (it may be blank): never empty."""
-    spans: list[tuple[int, int]] = []
-    start: int | None = None
-    fenced = False
-    for index, line in enumerate(lines):
-        last = index == len(lines) - 1
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-        if not fenced and not line.strip() and not last:
-            if start is not None:
-                spans.append((start, index))
-                start = None
-            continue
-        if start is None:
-            start = index
-    assert start is not None  # the last line always starts or continues a run
-    spans.append((start, len(lines)))
-    return spans
 
 
 class TerminalEcho:
@@ -109,8 +73,9 @@ class TerminalEcho:
             import termios
 
             if sys.stdin.isatty():
-                self._fd = sys.stdin.fileno()
-                self._saved = termios.tcgetattr(self._fd)
+                fd = sys.stdin.fileno()
+                self._saved = termios.tcgetattr(fd)
+                self._fd = fd  # only once its settings are saved, to be restored
 
     def _set(self, off: int) -> None:
         if self._fd is None:
@@ -310,8 +275,9 @@ class Renderer:
 
     def _on_start(self, chunk: Chunk, payload: StartPayload) -> None:
         self._end_text()
-        if payload.get("agent_id"):
-            self._agents[chunk.get("run_id") or ""] = str(payload["agent_id"])
+        agent_id = payload.get("agent_id")
+        if agent_id:
+            self._agents[chunk.get("run_id") or ""] = str(agent_id)
 
     def _on_text_delta(self, chunk: Chunk, payload: TextDeltaPayload) -> None:
         text = payload.get("text") or ""

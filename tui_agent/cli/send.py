@@ -13,10 +13,11 @@ import signal
 import sys
 from typing import Any
 
-from tui_agent.cli.common import build_agent, check_model, message_of, parse_attrs
+from tui_agent.cli.common import message_of
 from tui_agent.cli.render import Renderer, make_console, quiet_terminal
 from tui_agent.errors import ConfigError
 from tui_agent.events import ERROR
+from tui_agent.startup.agents import build_agent, check_model, parse_attrs
 
 
 async def run_send(args: argparse.Namespace) -> int:

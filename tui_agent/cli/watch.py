@@ -8,9 +8,9 @@ import signal
 import sys
 from typing import Any
 
-from tui_agent.cli.common import build_agent, store_path
 from tui_agent.cli.render import Renderer, chunk_json, make_console, quiet_terminal
 from tui_agent.events import Chunk
+from tui_agent.startup.agents import build_agent, store_path
 
 
 async def run_watch(args: argparse.Namespace) -> int:

@@ -215,7 +215,7 @@ class DemoFeed:
         tabs = list(old["tabs"]) if old else [PAGES[0][1]]
         if url not in tabs:
             tabs = [*tabs[-3:], url]  # at most four tabs open
-        patch = {"active": url, "title": title}
+        patch: dict[str, Any] = {"active": url, "title": title}
         if old is None or tabs != old["tabs"]:
             patch["tabs"] = tabs
         self._browser = {"tabs": tabs, "active": url, "title": title}

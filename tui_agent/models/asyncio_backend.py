@@ -216,13 +216,13 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
                 return b""  # the end of the stream
         return buffer.take(max_bytes)
 
-    async def write(self, data: bytes, timeout: float | None = None) -> None:
-        if not data:
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
             return
         if self._closed or self._buffer.lost or self._transport.is_closing():
             raise httpcore.WriteError("the connection is closed")
         self._buffer.new_request()
-        self._transport.write(data)
+        self._transport.write(buffer)
         await self._buffer.drain(timeout)
         if self._buffer.lost and self._buffer.error is not None:
             raise httpcore.WriteError(str(self._buffer.error))

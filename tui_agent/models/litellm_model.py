@@ -1,6 +1,6 @@
 """The litellm adapter: any ``provider/model`` router string that litellm knows.
 
-Rules this adapter follows (also in the README):
+Rules this adapter follows (also in docs/choices.md):
 
 - ``google/<model>`` goes to litellm's ``gemini/<model>``. The key is taken from ``api_key``, else
   ``GOOGLE_API_KEY``, ``GOOGLE_GENERATIVE_AI_API_KEY`` or ``GEMINI_API_KEY`` (first set wins) and

@@ -30,7 +30,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from tui_agent.errors import ConfigError, MissingCredentialError, ModelCallError, TuiAgentError
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
@@ -43,7 +43,12 @@ from tui_agent.models.request_options import (
     shaped_message,
 )
 
-T = TypeVar("T")
+
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)  # what a call opens: an abort closes it if it came anyway
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MAX_RETRIES = 2  # as the OpenAI SDK (and so litellm's OpenAI path)
@@ -442,9 +447,10 @@ def _tool_call_delta(call: dict[str, Any]) -> ToolCallDelta:
 
 
 # -- waiting, retrying, aborting ---------------------------------------------------------------
-async def _until_abort(awaitable: Awaitable[T], abort: asyncio.Event | None) -> T | None:
+async def _until_abort(awaitable: Awaitable[C], abort: asyncio.Event | None) -> C | None:
     """``await awaitable``, or None as soon as ``abort`` is set (then it is cancelled, which
-    closes the connection it was opening)."""
+    closes the connection it was opening, and what it opened anyway is closed). The caller's
+    own cancellation is never swallowed (tests/test_openai_http.py)."""
     if abort is None:
         return await awaitable
     opening = asyncio.ensure_future(awaitable)
@@ -456,9 +462,10 @@ async def _until_abort(awaitable: Awaitable[T], abort: asyncio.Event | None) -> 
     if not abort.is_set():
         return opening.result()
     opening.cancel()
-    with contextlib.suppress(BaseException):
-        late = await opening
-        await late.aclose()  # it answered just as the abort came
+    await asyncio.wait((opening,))  # raises only the caller's CancelledError, not opening's
+    if not opening.cancelled() and opening.exception() is None:
+        with contextlib.suppress(Exception):  # the abort is the answer: a failed close is not
+            await opening.result().aclose()  # it answered just as the abort came
     return None
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from tui_agent.errors import ConfigError, SignalError, StoreError
+from tui_agent.errors import ArgumentTypeError, ConfigError, SignalError, StoreError
 from tui_agent.notifications import delivery
 from tui_agent.notifications.policy import (
     PRIORITIES,
@@ -60,7 +60,7 @@ class InboxMixin:
     ) -> list[NotificationRecord]:
         """Records whose summary, kind or source contains ``query`` (any case), newest first."""
         if not isinstance(query, str):
-            raise TypeError(f"query must be a string, got {type(query).__name__}")
+            raise ArgumentTypeError(f"query must be a string, got {type(query).__name__}")
         return await self.store.search_notifications(query, thread_id=thread_id,
                                                      limit=check_limit(limit, "limit"))
 
@@ -83,7 +83,7 @@ class InboxMixin:
 
 def _check_status(status: str | None) -> None:
     if status is not None and status not in STATUSES:
-        raise ValueError(f"unknown notification status {status!r}; statuses: {STATUSES}")
+        raise ConfigError(f"unknown notification status {status!r}; statuses: {STATUSES}")
 
 
 # -- validation -----------------------------------------------------------------------------------

@@ -581,10 +581,6 @@ class Target(BaseModel):
     resource_id: str | None = None
     thread_id: str | None = None
 
-    @property
-    def has_thread(self) -> bool:
-        return self.thread_id is not None
-
 
 def _check_id(value: Any, name: str) -> str | None:
     if value is None:

@@ -194,6 +194,7 @@ async def _resolve_thread(store: Store, run_id: Any, resource_id: Any, thread_id
                 f"not {target.resource_id!r}"
             )
         return thread.id
+    assert target.run_id is not None  # parse_target gives a thread or a run
     run = await store.get_run(target.run_id)
     if run is None:
         raise SignalError(f"no run {target.run_id!r} in memory")

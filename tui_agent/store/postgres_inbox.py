@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from tui_agent.errors import ConfigError
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.contract import NotificationCursor
 from tui_agent.store.postgres_txn import lock_thread
@@ -100,7 +101,7 @@ def _filters(thread_id: str | None, status: str | None) -> tuple[list[str], list
         clauses.append(f"thread_id=${len(params)}")
     if status is not None:
         if status not in NOTIFICATION_STATUSES:
-            raise ValueError(
+            raise ConfigError(
                 f"unknown notification status {status!r}; statuses: {NOTIFICATION_STATUSES}"
             )
         params.append(status)
@@ -220,7 +221,7 @@ class PostgresInbox:
         self, notification_id: str, status: str, now: float
     ) -> bool:
         if status not in NOTIFICATION_STATUSES:  # it names a column: never from outside
-            raise ValueError(f"unknown notification status {status!r}")
+            raise ConfigError(f"unknown notification status {status!r}")
         async with self.transaction() as conn:
             result = await conn.execute(
                 f"UPDATE notifications SET status=$1, {status}_at=$2, updated_at=$2,"

@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
+from tui_agent.errors import ConfigError
 from tui_agent.store.codec import dumps, new_id
 from tui_agent.store.contract import NotificationCursor
 from tui_agent.store.records import NOTIFICATION_STATUSES, NotificationRecord, to_datetime
@@ -59,7 +60,7 @@ def _filters(thread_id: str | None, status: str | None) -> tuple[str, list[Any]]
         params.append(thread_id)
     if status is not None:
         if status not in NOTIFICATION_STATUSES:
-            raise ValueError(
+            raise ConfigError(
                 f"unknown notification status {status!r}; statuses: {NOTIFICATION_STATUSES}"
             )
         clauses.append("status=?")
@@ -152,7 +153,7 @@ class SqliteNotifications:
         self, notification_id: str, status: str, now: float
     ) -> bool:
         if status not in NOTIFICATION_STATUSES:  # it names a column: never from outside
-            raise ValueError(f"unknown notification status {status!r}")
+            raise ConfigError(f"unknown notification status {status!r}")
         async with self.transaction() as db:
             cursor = await db.execute(
                 f"UPDATE notifications SET status=?, {status}_at=?, updated_at=?,"

@@ -148,7 +148,9 @@ class Composer(TextArea, inherit_bindings=False):
         Binding("ctrl+t", "toggle_queue", "Queue/now", id="composer.toggle_queue"),
     ]
 
-    class Submitted(Message):
+    # Replaces Input.Submitted on purpose: the pane gets the parsed line (on_composer_submitted),
+    # never Input's raw value.
+    class Submitted(Message):  # pyright: ignore[reportIncompatibleVariableOverride]
         def __init__(self, composer: Composer, parsed: Parsed) -> None:
             super().__init__()
             self.composer = composer

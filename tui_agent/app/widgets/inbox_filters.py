@@ -55,11 +55,6 @@ class InboxRecord(Protocol):
     last_delivery_error: str | None
 
 
-def is_unread(record: InboxRecord) -> bool:
-    """Status pending or delivered (see ``UNREAD``)."""
-    return record.status in UNREAD
-
-
 @dataclass(frozen=True)
 class InboxQuery:
     """One state of the sidebar's filters. ``matches`` is True for the records to show.

@@ -58,13 +58,9 @@ def age_of(moment: datetime | None, now: float) -> str:
     return "" if moment is None else age_text(now - moment.timestamp())
 
 
-def row_height(record: InboxRecord) -> int:
-    """3 lines when a delivery failed (attempts and the last error), else 2."""
-    return 3 if record.last_delivery_error else 2
-
-
 def row_heights(records: Sequence[InboxRecord]) -> list[int]:
-    """``row_height`` of each record (one pass, no call per record)."""
+    """Each record's row height: 3 lines when a delivery failed (attempts and the last error),
+    else 2."""
     return [3 if r.last_delivery_error else 2 for r in records]
 
 

@@ -28,7 +28,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui_agent.app.widgets.packed_lines import Line, PackedLines
-from tui_agent.cli.render import block_spans, split_blocks
+from tui_agent.text import block_spans, split_blocks
 
 DARK_CODE_THEME = "monokai"
 LIGHT_CODE_THEME = "default"  # pygments' own: dark text on a near-white background
@@ -93,7 +93,7 @@ class MarkdownStream(Widget):
     - ``append`` is cheap: it stores the text and schedules one update for the widget's next
       message cycle; appends made in between are rendered together, once.
     - While streaming, the source is split into finished blocks (text up to a blank line
-      outside a code fence, ``tui_agent.cli.render.split_blocks``) and the unfinished tail.
+      outside a code fence, ``tui_agent.text.split_blocks``) and the unfinished tail.
       Each finished block is rendered once per width (and theme) and its lines are kept;
       an update re-renders only the tail. ``blocks_rendered`` counts the block renders.
     - ``finish`` makes the lines equal to rich's ``Markdown`` of the whole source, so no
@@ -334,7 +334,7 @@ class MarkdownStream(Widget):
             self._tail = []
             changed_from = len(self._lines)
             if self._rest.strip():
-                part = self._render(self._rest)
+                part = self._render_source(self._rest)
                 if self._blocks and _gap_between(self._blocks[-1], part):
                     self._tail.append(self._blank())  # the gap above the tail: not a change
                     changed_from += 1
@@ -422,12 +422,12 @@ class MarkdownStream(Widget):
 
     def _render_block(self, source: str) -> _Part:
         self.blocks_rendered += 1
-        return self._render(source)
+        return self._render_source(source)
 
     def _blank(self) -> Line:
         return [Segment(" " * self._width)]
 
-    def _render(self, source: str) -> _Part:
+    def _render_source(self, source: str) -> _Part:
         """``source`` rendered by rich's ``Markdown`` at the current width (padded to it),
         without the blank line rich puts above a leading list, quote or table."""
         console = self.app.console

@@ -7,7 +7,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from tui_agent.app.transcript import Entry, signal_icon
-from tui_agent.cli.render import one_line
+from tui_agent.text import one_line
 
 STYLES = {"state": "$text-secondary", "notification": "$text-warning", "digest": "$text-warning",
           "reactive": "$text-accent"}

@@ -297,7 +297,7 @@ class ThreadPane(Vertical):
 
     @work(group="send")
     async def _send(self, request: SendRequest) -> None:
-        from tui_agent.errors import TuiAgentError
+        from tui_agent.app.bridge import TuiAgentError
 
         self.query_one(TranscriptView).follow()
         self._sending += 1

@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from tui_agent.app.transcript import Entry
-from tui_agent.cli.render import one_line
+from tui_agent.text import one_line
 
 STATUS = {"running": ("…", "$text-muted"), "ok": ("✓", "$text-success"),
           "error": ("✗", "$text-error")}
@@ -27,7 +27,9 @@ class ToolCall(Static, can_focus=True):
         &:focus { background: $accent 25%; color: $foreground; }
     }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "toggle", "Expand", id="tool.toggle")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "toggle_details", "Expand", id="tool.toggle"),
+    ]
     ALLOW_SELECT = True
 
     def __init__(self, entry: Entry) -> None:
@@ -55,12 +57,12 @@ class ToolCall(Static, can_focus=True):
     def refresh_entry(self) -> None:
         self.update(self._content())
 
-    def action_toggle(self) -> None:
+    def action_toggle_details(self) -> None:
         self.expanded = not self.expanded
         self.refresh_entry()
 
     def on_click(self) -> None:
-        self.action_toggle()
+        self.action_toggle_details()
 
 
 def _pretty(value: Any) -> str:

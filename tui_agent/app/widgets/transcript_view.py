@@ -130,16 +130,16 @@ class TranscriptView(VerticalScroll, can_focus=True):
             self.anchor()
         self.scroll_end(animate=False, immediate=True)
 
-    def watch_scroll_y(self, old: float, new: float) -> None:
-        super().watch_scroll_y(old, new)
-        at_bottom = new >= self.max_scroll_y - 1
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        at_bottom = new_value >= self.max_scroll_y - 1
         if at_bottom != self.following:
             self.following = at_bottom
             if at_bottom:
                 self.unseen = 0
                 self._grown_below.clear()
             self.post_message(self.FollowChanged(at_bottom))
-        if new <= 0 and old > 0:
+        if new_value <= 0 and old_value > 0:
             self.post_message(self.NearTop())
 
     def follow(self) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 from textual.content import Content
 from textual.widgets import Static
 
+from tui_agent.app.bridge import signal_text
 from tui_agent.app.widgets.badges import author_badge
-from tui_agent.cli.render import one_line
-from tui_agent.signals.data import signal_text
+from tui_agent.text import one_line
 
 SHOWN = 3  # lines at most; the rest is counted
 

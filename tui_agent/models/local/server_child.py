@@ -7,15 +7,18 @@ address as JSON; then the child holds the server until the parent closes its end
 cannot outlive the parent even if the parent is killed.
 """
 
+import importlib
 import json
 import signal
 import sys
+from typing import Any
 
 
 def main() -> None:
     # Ctrl-C is the parent's to handle (it also starts us in a session of our own).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import xllamacpp  # only now: loading llama.cpp takes a while
+    # only now: loading llama.cpp takes a while (compiled, without type stubs: Any)
+    xllamacpp: Any = importlib.import_module("xllamacpp")
 
     path, threads, n_ctx = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     key = sys.stdin.readline().strip()

@@ -1,4 +1,4 @@
-"""Regenerate the README's screenshot: ``python -m tui_agent.app.screenshot [OUT.svg]``.
+"""Regenerate the README's screenshot: ``python tools/screenshot.py [OUT.svg]``.
 
 A scripted scene (no model, no network) on a temporary store: the demo thread with three people,
 a state change, notifications and an answer with code, beside a second thread mid-answer. The
@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / ".readme" / "app.svg"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / ".readme" / "app.svg"
 ANSWER = (
     "Yes — once **#42** merges, the release job tags `v2.4.0`:\n\n"
     "1. merge #42\n2. wait for CI on `main`\n3. run the release job\n\n"

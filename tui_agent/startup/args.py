@@ -1,21 +1,17 @@
-"""``tui-agent``: chat on a thread, send into one, watch one — from any number of terminals.
+"""``tui-agent``'s command line, the app's and the commands' alike: chat on a thread, send into
+one, watch one — from any number of terminals.
 
 Only argparse is imported here, so ``tui-agent --help`` is instant; rich, the agent core and
-litellm load when a command runs.
+litellm load when a command runs (``settle`` reads the settings).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 COMMANDS = ("chat", "send", "watch", "notify", "state", "config")
-EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130
 
 _DESCRIPTION = """\
 Agents on shared, live threads. Every command works on one thread of a store (a SQLite file,
@@ -184,50 +180,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    warnings.formatwarning = _one_line_warning
-    args = parse_args(argv)
-    try:
-        if args.command != "app":  # the app reads them after its first paint
-            settle(args)
-        return asyncio.run(_dispatch(args))
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except Exception as error:
-        if not _is_expected(error):
-            raise
-        _print_error(error)
-        return EXIT_ERROR
-
-
-def _is_expected(error: Exception) -> bool:
-    """Errors that are the user's input or the outside world (one line, exit 2), not a bug:
-    ours, and a store file sqlite3 cannot use (where the store did not name it already)."""
-    import sqlite3
-
-    from tui_agent.errors import TuiAgentError
-
-    return isinstance(error, TuiAgentError | sqlite3.DatabaseError)
-
-
-def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any,
-                      **__: Any) -> str:
-    return f"tui-agent: warning: {message}\n"
-
-
-def _print_error(error: BaseException) -> None:
-    from rich.console import Console
-    from rich.text import Text
-
-    Console(stderr=True, highlight=False).print(
-        Text(f"tui-agent: {error}", style="bold red"), soft_wrap=True
-    )
-
-
 def settle(args: argparse.Namespace) -> None:
     """Read the settings once (flags > env > file) and fill the options from them."""
-    from tui_agent.cli.common import default_resource
     from tui_agent.settings import load_settings
+    from tui_agent.startup.agents import default_resource
 
     flags = {"db": args.db, "resource": args.resource, "thread": args.thread,
              "model": args.model, "default_agent": args.agent_name}
@@ -235,26 +191,3 @@ def settle(args: argparse.Namespace) -> None:
     args.db = args.settings.db
     args.resource = args.settings.resource or default_resource()
     args.thread = args.settings.thread
-
-
-async def _dispatch(args: argparse.Namespace) -> int:
-    command: Any
-    if args.command == "send":
-        from tui_agent.cli.send import run_send as command
-    elif args.command == "watch":
-        from tui_agent.cli.watch import run_watch as command
-    elif args.command == "chat":
-        from tui_agent.cli.chat import run_chat as command
-    elif args.command == "notify":
-        from tui_agent.cli.inbox import run_notify as command
-    elif args.command == "state":
-        from tui_agent.cli.inbox import run_state as command
-    elif args.command == "config":
-        from tui_agent.cli.config import run_config as command
-    else:
-        from tui_agent.app.main import run_app as command
-    return int(await command(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
