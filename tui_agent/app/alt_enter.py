@@ -10,6 +10,7 @@ to it, unless Textual maps it itself. Tested in tests/app/test_composer.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 ESC_CR = "\x1b\r"
 
@@ -25,6 +26,8 @@ def register_alt_enter() -> None:
     """Idempotent; a Textual that maps ESC CR itself keeps its own entry."""
     from textual import _ansi_sequences  # the table Textual's parser reads (no public hook)
 
-    table = _ansi_sequences.ANSI_SEQUENCES_KEYS
+    table: object = _ansi_sequences.ANSI_SEQUENCES_KEYS
     if isinstance(table, dict) and ESC_CR not in table:
-        table[ESC_CR] = (_KeyName("alt+enter"),)
+        # typed tuple[Keys, ...]: the parser only reads each entry's ``value``
+        entries = cast("dict[str, object]", table)
+        entries[ESC_CR] = (_KeyName("alt+enter"),)
