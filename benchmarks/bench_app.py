@@ -5,7 +5,7 @@
    ``python -c "import litellm"``. Goal: within 0.1 s of the bare app.
 2. ``stream``: four panes, each streaming a long Markdown answer at 500 tokens/s (1 token = 4
    characters) for 20 s, in tmux, while keys are typed into the focused composer at a steady
-   rate. The app runs from ``bench_app_runner.py`` (loop lag, CPU, ``Input.Changed`` times);
+   rate. The app runs from ``bench_app_runner.py`` (loop lag, CPU, ``TextArea.Changed`` times);
    this script sends the keys and polls the screen (what tmux shows) for each typed character
    and for the last words of each answer. Anchor: the same load on four of Textual's own
    ``Markdown`` widgets fed by ``Markdown.get_stream``. Goals: lag p95 ≤ 50 ms, max ≤ 150 ms;

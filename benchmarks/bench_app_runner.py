@@ -6,12 +6,13 @@ token rate, and instruments it:
 - ``--mode app``: ``TuiAgentApp`` on four threads of one agent whose model is a
   ``ScriptedModel`` (4-character chunks) paced to ``--rate`` tokens/s per stream;
 - ``--mode anchor``: a minimal Textual app, four panes of Textual's own ``Markdown`` widget fed
-  through ``Markdown.get_stream`` at the same pace, each with an ``Input``.
+  through ``Markdown.get_stream`` at the same pace, each with a one-line ``TextArea`` (what the
+  composer is built on).
 
 Both record, on the monotonic clock (the same clock as ``bench_app.py``, another process):
 event-loop lag (a task sleeping 10 ms, its overshoot), CPU time of the process over the window
 (``time.process_time``: every thread), and when each keystroke changed the focused input's
-value (``Input.Changed``, stamped when the message was made). Handshake with ``bench_app.py``
+text (``TextArea.Changed``, stamped when the message was made). Handshake with ``bench_app.py``
 through files in ``--dir``: ``mounted.json`` (focus is in the composer), then the bench types
 ``--prefix``; once the value holds it the streams start and ``ready.json`` is written; at the
 end ``report.json``. The process exits by itself after ``--max-s`` at the latest.
@@ -34,7 +35,7 @@ from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult
 from textual.containers import Grid, Vertical, VerticalScroll
-from textual.widgets import Input, Markdown
+from textual.widgets import Markdown, TextArea
 
 MARKERS = ("endmarkalpha", "endmarkbravo", "endmarkcharlie", "endmarkdelta")
 LAG_TICK_S = 0.010
@@ -196,14 +197,14 @@ async def drive(app: App[Any], probe: Probe, args: argparse.Namespace,
             }
 
         probe.write("report.json", report(final=False))  # in case the keys never all arrive
-        # The bench says how many keys it typed; wait (bounded) until all their Input.Changed
+        # The bench says how many keys it typed; wait (bounded) until all their TextArea.Changed
         # arrived here (they bubble through every container: a busy loop delivers them late).
         typed = probe.out / "typed.json"
         with contextlib.suppress(TimeoutError):
             await wait_for(typed.exists, 20, "typed.json")
             want = len(args.prefix) + json.loads(typed.read_text())["count"]
             await wait_for(lambda: max((n for _, n in probe.changes), default=0) >= want, 10,
-                           "every key's Input.Changed")
+                           "every key's TextArea.Changed")
         probe.write("report.json", report(final=True))
     except Exception as error:
         probe.write("report.json", {"error": f"{type(error).__name__}: {error}"})
@@ -260,8 +261,8 @@ def run_tui_agent(args: argparse.Namespace, probe: Probe) -> None:
             asyncio.get_running_loop().create_task(
                 drive(self, probe, args, ready, value, start_streams, widgets))
 
-        def on_input_changed(self, message: Input.Changed) -> None:
-            probe.changes.append((message.time, len(message.value)))
+        def on_text_area_changed(self, message: TextArea.Changed) -> None:
+            probe.changes.append((message.time, len(message.text_area.text)))
 
     app = BenchApp(config)
 
@@ -328,6 +329,7 @@ class AnchorApp(App[None]):
     Grid { grid-size: 2 2; }
     .pane { border: round $border-blurred; }
     .pane VerticalScroll { height: 1fr; }
+    .pane TextArea { height: 3; }
     """
     BINDINGS: ClassVar[list[Any]] = []
 
@@ -344,24 +346,24 @@ class AnchorApp(App[None]):
                 with Vertical(classes="pane"):
                     with VerticalScroll(id=f"scroll{i}"):
                         yield Markdown(id=f"md{i}")
-                    yield Input(id=f"input{i}", placeholder="type here")
+                    yield TextArea(id=f"input{i}", placeholder="type here")
 
     def on_mount(self) -> None:
         for i in range(4):
             self.query_one(f"#scroll{i}", VerticalScroll).anchor()
-        self.query_one("#input3", Input).focus()
+        self.query_one("#input3", TextArea).focus()
         asyncio.get_running_loop().create_task(drive(
             self, self.probe, self.args, self.bench_ready, self.bench_value, self.bench_start,
             self.bench_widgets))
 
-    def on_input_changed(self, message: Input.Changed) -> None:
-        self.probe.changes.append((message.time, len(message.value)))
+    def on_text_area_changed(self, message: TextArea.Changed) -> None:
+        self.probe.changes.append((message.time, len(message.text_area.text)))
 
     def bench_ready(self) -> bool:
-        return isinstance(self.focused, Input)
+        return isinstance(self.focused, TextArea)
 
     def bench_value(self) -> str:
-        return self.focused.value if isinstance(self.focused, Input) else ""
+        return self.focused.text if isinstance(self.focused, TextArea) else ""
 
     def bench_widgets(self) -> int:
         return len(list(self.query("*")))

@@ -27,7 +27,7 @@ import pytest
 from helpers.app import drained, kinds, until
 from pydantic import BaseModel
 from textual.screen import Screen
-from textual.widgets import Input, OptionList
+from textual.widgets import Input, OptionList, TextArea
 
 from tui_agent import Agent, Memory, SqliteStore, create_tool
 from tui_agent.app import app as app_module
@@ -180,7 +180,7 @@ async def settle(pilot: Any) -> None:
         await until(pilot, lambda v=view: v.scroll_y >= v.max_scroll_y - 1,
                     f"{pane.key}, which follows its thread, scrolled to its end")
     for screen in app.screen_stack:
-        for field in screen.query(Input):
+        for field in [*screen.query(Input), *screen.query(TextArea)]:
             field.cursor_blink = False
     for pane in panes:
         if pane.header_state.state == "running":

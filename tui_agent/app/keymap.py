@@ -7,12 +7,21 @@ from collections.abc import Iterable, Mapping
 
 from textual.binding import Binding
 
-# Keys the composer (an Input) uses for editing: a pane binding on one of them never fires
-# while you type.
+# Keys the composer (a TextArea) edits with: a pane binding on one of them never fires while
+# you type. The composer's editing bindings, ``composer.editing_bindings()``, and enter (a new
+# line, if not sending); tested equal.
 COMPOSER_KEYS = frozenset({
-    "ctrl+a", "ctrl+e", "ctrl+k", "ctrl+u", "ctrl+w", "ctrl+x", "ctrl+c", "ctrl+v", "ctrl+d",
-    "home", "end", "left", "right", "backspace", "delete", "enter",
+    "enter",
+    "up", "down", "left", "right", "home", "end", "ctrl+left", "ctrl+right",
+    "shift+up", "shift+down", "shift+left", "shift+right", "shift+home", "shift+end",
+    "ctrl+shift+left", "ctrl+shift+right", "ctrl+a", "ctrl+e",
+    "backspace", "delete", "ctrl+d", "ctrl+w", "ctrl+backspace", "alt+backspace", "alt+delete",
+    "ctrl+u", "ctrl+k", "ctrl+shift+k", "ctrl+x", "ctrl+c", "ctrl+v", "ctrl+z", "f7",
+    "super+backspace", "super+c", "super+x", "super+y", "super+z",
 })
+# Bindings of a widget that has the focus when they fire: the composer's and a tool call's are
+# never live at once, so they do not clash.
+FOCUS_SCOPES = ("composer.", "tool.")
 
 
 def binding_ids(scopes: Mapping[str, Iterable[object]]) -> dict[str, tuple[str, str]]:
@@ -52,13 +61,20 @@ def _clashes(binding_id: str, keys: str, known: dict[str, tuple[str, str]],
     found: list[str] = []
     for other, other_keys in effective.items():
         common = mine & _split(other_keys)
-        if other != binding_id and known[other][0] == scope and common:
+        if (other != binding_id and known[other][0] == scope and common
+                and _live_together(binding_id, other)):
             pair = " and ".join(sorted((binding_id, other)))
             found.append(f"keymap: {pair} are both on {', '.join(sorted(common))}")
-    if scope == "main" and not binding_id.startswith("composer.") and mine & COMPOSER_KEYS:
+    if scope == "main" and not binding_id.startswith(FOCUS_SCOPES) and mine & COMPOSER_KEYS:
         taken = ", ".join(sorted(mine & COMPOSER_KEYS))
         found.append(f"keymap: {binding_id} on {taken} is taken by the composer while typing")
     return found
+
+
+def _live_together(one: str, other: str) -> bool:
+    scopes = {prefix for prefix in FOCUS_SCOPES if one.startswith(prefix)
+              or other.startswith(prefix)}
+    return len(scopes) < 2
 
 
 def _split(keys: str) -> set[str]:

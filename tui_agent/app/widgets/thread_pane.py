@@ -115,7 +115,8 @@ class ThreadPane(Vertical):
             yield self.state_panel
         yield WaitingSignals(id="pane-waiting")
         yield Static("", id="pane-status", markup=False)
-        yield Composer(self._identity, id="composer")
+        yield Composer(self._identity, entries=lambda: self.feed.transcript.entries,
+                       id="composer")
 
     async def on_mount(self) -> None:
         self._show_state_place()
