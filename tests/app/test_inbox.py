@@ -449,18 +449,21 @@ async def test_a_failed_delivery_shows_its_attempts_and_last_error(
         await until(pilot, lambda: summaries(app) == ["deploy failed"], "the record")
         await until(pilot, lambda: sidebar.feed.records[record_id].delivery_attempts == 1,
                     "one failed attempt")
-        assert "✗ 1 attempt · RuntimeError: routing is down" in screen_text(
-            sidebar.inbox_list)[2]
+        # the feed has read it; the list shows it at its next refresh (not the same moment)
+        await until(pilot, lambda: "✗ 1 attempt · RuntimeError: routing is down" in screen_text(
+            sidebar.inbox_list)[2], "the attempt on screen")
         now = time.time()
         for _ in range(6):  # retried until it gives up
             now += 120
             await dispatch_due(broken, now=now)
         await until(pilot, lambda: sidebar.feed.records[record_id].status == "failed", "failed")
+        await until(pilot, lambda: "✗ 5 attempts" in screen_text(sidebar.inbox_list)[2],
+                    "the last attempt on screen")
         lines = screen_text(sidebar.inbox_list)
         assert "✗ failed · main · deploy failed" in lines[1]
         assert "✗ 5 attempts · RuntimeError: routing is down" in lines[2]
-        detail = str(sidebar.query_one("#inbox-detail").render())
-        assert "5 delivery attempts, last error: RuntimeError: routing is down" in detail
+        await until(pilot, lambda: "5 delivery attempts, last error: RuntimeError: routing is "
+                    "down" in str(sidebar.query_one("#inbox-detail").render()), "the detail")
 
 
 # -- the app around it ---------------------------------------------------------------------------

@@ -50,6 +50,7 @@ class PaneHeader(Static):
     def __init__(self, state: HeaderState) -> None:
         super().__init__(markup=False)
         self.state = state
+        self._shown: Content | None = None
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)  # the elapsed time of a running run
@@ -60,7 +61,12 @@ class PaneHeader(Static):
             self.show()
 
     def show(self) -> None:
-        self.update(render_header(self.state, time.monotonic()))
+        """Repaint when the header's text changed (a pane syncs many times a second while it
+        streams; the header changes about once a second)."""
+        content = render_header(self.state, time.monotonic())
+        if content != self._shown:
+            self._shown = content
+            self.update(content)
 
 
 def render_header(state: HeaderState, now: float) -> Content:

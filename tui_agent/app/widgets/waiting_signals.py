@@ -30,11 +30,18 @@ class WaitingSignals(Static):
         &.-some { display: block; }
     }
     """
+    _shown: Content | None = None  # what it shows now
 
     def show_waiting(self, waiting: list[dict[str, Any]]) -> None:
+        """Show ``waiting`` (repainted only when its text changed: a pane syncs often)."""
         self.set_class(bool(waiting), "-some")
         if waiting:
-            self.update(render_waiting(waiting))
+            content = render_waiting(waiting)
+            if content != self._shown:
+                self._shown = content
+                self.update(content)
+        else:
+            self._shown = None
 
 
 def render_waiting(waiting: list[dict[str, Any]]) -> Content:
