@@ -397,6 +397,10 @@ class TuiAgentApp(App[int]):
         return {pane.thread_id for pane in self.panes}
 
     def _inbox(self) -> InboxSidebar | None:
+        """The sidebar, once the app is ready: importing its class earlier would load the core
+        before the first frame (``apply_layout`` runs at the first resize)."""
+        if not self.ready:
+            return None
         from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
 
         found = self.query(InboxSidebar)
