@@ -22,18 +22,21 @@ from tui_agent.app.widgets.thread_pane import ThreadPane
 def boom(self):
     raise RuntimeError("boom in a key handler, key sk-abcdef1234567890XYZ")
 
-ThreadPane._update_header = boom  # the first sync of the pane hits the bug
+setattr(ThreadPane, sys.argv[2], boom)  # the pane's first sync, or its compose, hits the bug
 from tui_agent.main import main
 sys.exit(main(["--no-warm", "--db", sys.argv[1]]))
 """
 
 
-def test_a_crash_exits_1_and_names_its_crash_file() -> None:
+@pytest.mark.parametrize(("where", "frame"), [("_update_header", "_sync"),
+                                              ("compose", "compose")])
+def test_a_crash_exits_1_and_names_its_crash_file(where: str, frame: str) -> None:
+    """After start-up (the pane's first sync) or during it (the pane's compose)."""
     with tempfile.TemporaryDirectory() as home:
         env = {"HOME": home, "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": f"{home}/state",
                "TEXTUAL_DRIVER": "textual.drivers.headless_driver:HeadlessDriver",
                "TEXTUAL": ""}
-        done = subprocess.run([sys.executable, "-c", PROBE, f"{home}/s.sqlite"],
+        done = subprocess.run([sys.executable, "-c", PROBE, f"{home}/s.sqlite", where],
                               capture_output=True, text=True, timeout=60, env=env)
         assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
         crashes = list(Path(home, "state", "tui-agent").glob("crash-*.txt"))
@@ -41,7 +44,7 @@ def test_a_crash_exits_1_and_names_its_crash_file() -> None:
         report = crashes[0].read_text()
         assert f"the traceback is in {crashes[0]}" in done.stderr
         assert "RuntimeError: boom in a key handler" in report
-        assert "Traceback (most recent call last)" in report and "_sync" in report
+        assert "Traceback (most recent call last)" in report and frame in report
         assert "sk-abcdef1234567890XYZ" not in report + done.stderr + done.stdout  # redacted
         assert "self = " not in done.stderr  # no frame's locals on the terminal
 

@@ -147,7 +147,7 @@ class TuiAgentApp(App[int]):
         """Textual would print the traceback with every frame's local variables (a key may be
         one) to the terminal: the crash file has it instead, redacted. Exit as Textual does."""
         self.bell()
-        self.exit(return_code=1)
+        self._close_messages_no_wait()  # as Textual's own: ends the app even mid-start-up
 
     # -- layout --------------------------------------------------------------------------------
 
