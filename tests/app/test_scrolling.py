@@ -75,3 +75,37 @@ async def test_the_wheel_scrolls_up_and_back_down_resumes_following(
         assert view.scroll_y < bottom and not view.following
         view.scroll_end(animate=False, immediate=True)
         await until(pilot, lambda: view.following, "following at the bottom")
+
+
+async def test_a_following_view_still_follows_after_resizes(make_app: AppFactory) -> None:
+    replies: list[Any] = [LONG, LONG, LONG]
+    app = make_app(handler=lambda messages, tools: replies.pop(0) if replies else "ok")
+    async with app.run_test(size=(80, 24)) as pilot:
+        _pane, view = await long_pane(pilot, app)
+        for size in ((120, 35), (200, 50), (80, 24), (100, 30)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+        await until(pilot, lambda: view.scroll_y >= view.max_scroll_y - 1, "at the end")
+        assert view.following and not view.unseen
+
+
+async def test_a_following_view_follows_an_answer_through_resizes(make_app: AppFactory) -> None:
+    from tui_agent.testing import ScriptedModel
+
+    replies: list[Any] = [LONG, LONG, LONG, LONG]
+    app = make_app(handler=lambda messages, tools: replies.pop(0) if replies else "ok")
+    app.config.show_inbox = app.config.show_state = True  # sidebars come and go with the size
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane, view = await long_pane(pilot, app)
+        model = app.config.agent.model
+        assert isinstance(model, ScriptedModel)
+        model.delay_s = 0.002  # the model's pace: an answer streams while the terminal resizes
+        app.config.agent.send_message("more", resource_id="me", thread_id="main")
+        await until(pilot, lambda: pane.feed.active_run_id() is not None, "the run live")
+        for size in ((120, 35), (200, 50), (80, 24), (120, 35), (80, 24)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+        await app.config.agent.wait_for_local_runs()
+        await drained(pilot, pane)
+        await until(pilot, lambda: view.scroll_y >= view.max_scroll_y - 1, "at the end")
+        assert view.following and not view.unseen
