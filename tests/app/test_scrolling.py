@@ -54,8 +54,10 @@ async def test_page_up_moves_at_once_while_an_answer_streams_and_end_follows_aga
         await agent.wait_for_local_runs()
         await drained(pilot, pane)
         assert view.scroll_y < up
-        status = str(pane.query_one("#pane-status").render())
-        assert "new ·" in status
+        # drained holds from the start of the pane's last sync, which shows the notice at its end
+        await until(pilot, lambda: "new ·" in str(pane.query_one("#pane-status").render()),
+                    "the '↓ N new' notice")
+        assert view.scroll_y < up
         await pilot.press("ctrl+end")
         await until(pilot, lambda: view.following and view.scroll_y >= view.max_scroll_y - 1,
                     "following again at the end")
@@ -100,8 +102,7 @@ async def test_a_following_view_follows_an_answer_through_resizes(make_app: AppF
         model = app.config.agent.model
         assert isinstance(model, ScriptedModel)
         model.delay_s = 0.002  # the model's pace: an answer streams while the terminal resizes
-        app.config.agent.send_message("more", resource_id="me", thread_id="main")
-        await until(pilot, lambda: pane.feed.active_run_id() is not None, "the run live")
+        await app.config.agent.send_message("more", resource_id="me", thread_id="main").accepted
         for size in ((120, 35), (200, 50), (80, 24), (120, 35), (80, 24)):
             await pilot.resize_terminal(*size)
             await pilot.pause()
