@@ -122,10 +122,15 @@ async def test_state_notification_and_reminder_signals_each_have_their_own_line(
         await receipt.accepted
         await until(pilot, lambda: len(pane.query(SignalLine)) >= 3, "three signal lines")
         await drained(pilot, pane)
-        lines = [screen_text(line) for line in pane.query(SignalLine)]
-        assert any("⟳ state browser v1" in line and "https://x/42" in line for line in lines)
-        assert any(line.lstrip().startswith("✉") and "ci" in line for line in lines)
-        assert any("↺ system-reminder" in line and "stand-up" in line for line in lines)
+
+        def shown() -> bool:  # what the lines show once the sync under way has refreshed them
+            lines = [screen_text(line) for line in pane.query(SignalLine)]
+            return (any("⟳ state browser v1" in line and "https://x/42" in line for line in lines)
+                    and any(line.lstrip().startswith("✉") and "ci" in line for line in lines)
+                    and any("↺ system-reminder" in line and "stand-up" in line
+                            for line in lines))
+
+        await until(pilot, shown, "the state, notification and reminder lines")
         assert not pane.query(UserMessage)
 
 
