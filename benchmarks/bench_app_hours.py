@@ -31,10 +31,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_app_idle import Frames  # noqa: E402
 from bench_app_runner import answer, sample_lag  # noqa: E402
 from bench_app_soak import rss_mib  # noqa: E402
 from textual import events  # noqa: E402
-from textual.app import App  # noqa: E402
 
 RESOURCE = "hours"
 ANSWER_SECONDS = 8.0
@@ -93,25 +93,6 @@ def fake_server(text: str, rate: float) -> Iterator[str]:
     finally:
         child.stdin.close()
         child.wait(10)
-
-
-class Frames:
-    """Counts screen updates (headless, Textual computes them and writes nothing)."""
-
-    count = 0
-    at = 0.0
-
-    @classmethod
-    def install(cls) -> None:
-        original = App._display
-
-        def display(self: App[Any], screen: Any, renderable: Any) -> None:
-            if renderable is not None:
-                cls.count += 1
-                cls.at = time.monotonic()
-            original(self, screen, renderable)
-
-        App._display = display  # type: ignore[method-assign]
 
 
 class Minute:

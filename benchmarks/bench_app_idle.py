@@ -38,6 +38,7 @@ class Frames:
     been sent; headless, Textual computes them and writes nothing)."""
 
     count = 0
+    at = 0.0  # when the last one was made (monotonic)
 
     @classmethod
     def install(cls) -> None:
@@ -46,6 +47,7 @@ class Frames:
         def display(self: App[Any], screen: Any, renderable: Any) -> None:
             if renderable is not None:
                 cls.count += 1
+                cls.at = time.monotonic()
             original(self, screen, renderable)
 
         App._display = display  # type: ignore[method-assign]

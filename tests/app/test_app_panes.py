@@ -10,7 +10,7 @@ from typing import Any
 
 from helpers.app import AppFactory, until
 
-from tui_agent.app.app import MAX_VISIBLE
+from tui_agent.app.layout import MAX_VISIBLE
 from tui_agent.app.screens.thread_picker import ThreadChoice, ThreadPicker, parse_new_thread, rank
 from tui_agent.app.widgets.thread_pane import ThreadPane
 

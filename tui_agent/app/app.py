@@ -40,7 +40,6 @@ if TYPE_CHECKING:  # loaded after the first paint: the panes and the sidebar imp
     from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
     from tui_agent.app.widgets.thread_pane import PaneFocused, ThreadPane
 
-MAX_VISIBLE = 4  # panes in view at the most (a 2×2 grid; tui_agent/app/layout.py)
 
 
 def binding_scopes() -> dict[str, list[Any]]:
@@ -270,7 +269,7 @@ class TuiAgentApp(App[int]):
         plan = self.plan = plan_layout(width, height, len(self.panes),
                                        show_inbox=self.show_inbox, show_state=self.show_state,
                                        inbox_open=self.inbox_open, state_open=self.state_open)
-        visible = self._recent[-min(plan.visible, MAX_VISIBLE):] if self.panes else []
+        visible = self._recent[-plan.visible:] if self.panes else []
         for each in self.panes:
             shown = each in visible
             if shown and not each.display:

@@ -26,6 +26,7 @@ TALL = 30  # rows from which panes go two down
 INBOX_WIDE, INBOX_MEDIUM = 52, 34  # the inbox sidebar's width
 STATE_WIDTH = 34  # the state panel beside a transcript
 PANE_CHROME = 2  # a pane's border, left and right
+MAX_VISIBLE = 4  # panes in view at the most: the 2×2 grid
 
 Place = Literal["side", "over", "hidden"]
 
@@ -48,7 +49,7 @@ def plan_layout(width: int, height: int, panes: int, *, show_inbox: bool, show_s
     now, where there is no room beside it."""
     capacity_columns = 2 if width >= WIDE else 1
     capacity_rows = 2 if height >= TALL else 1
-    visible = max(1, min(panes, capacity_columns * capacity_rows))
+    visible = max(1, min(panes, capacity_columns * capacity_rows, MAX_VISIBLE))
     columns = min(capacity_columns, visible) if visible < 3 else 2
     rows = 1 if visible <= columns else 2
     if width >= MEDIUM:
