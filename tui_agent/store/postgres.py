@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
@@ -32,12 +31,18 @@ from typing import TypeVar, TypeVarTuple
 
 import tui_agent.store.postgres_txn as txn
 from tui_agent.errors import StoreError, StoreFullError
-from tui_agent.store.codec import dumps
 from tui_agent.store.composed import ComposedStore
 from tui_agent.store.dialect import POSTGRES, Dialect
 from tui_agent.store.location import without_password
 from tui_agent.store.pg_driver import INSTALL_HINT, PgConnection, PgPool, require_asyncpg
 from tui_agent.store.postgres_changes import ChangeListener
+from tui_agent.store.postgres_group import (
+    DELIVER_ONE,
+    GroupBody,
+    Outcome,
+    RouteGroups,
+    deliver_args,
+)
 from tui_agent.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from tui_agent.store.reads import FLAG_ABORT
 from tui_agent.store.records import (
@@ -48,7 +53,7 @@ from tui_agent.store.records import (
     SignalIn,
 )
 from tui_agent.store.roles import Args, Row, Session
-from tui_agent.store.writes import Txn
+from tui_agent.store.writes import RouteCall, Txn
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -81,6 +86,7 @@ class PostgresStore(ComposedStore):
         self._run_lookups: asyncio.Lock | None = None
         self._changes = ChangeListener(self._connect)
         self._changes.on_change = self._wake_change_feed
+        self._routes = RouteGroups(self._run_route_group, self._deliver_fast, self._routed)
         super().__init__(PostgresDatabase(self), self)
 
     def _wake_change_feed(self) -> None:
@@ -304,10 +310,15 @@ class PostgresStore(ComposedStore):
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
         agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
     ) -> asyncio.Future[RouteResult]:
-        """:meth:`route_signal`, started now (call order per thread is kept)."""
-        return asyncio.ensure_future(self.route_signal(
-            thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
-            owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle))
+        """:meth:`route_signal`, queued at once for the next group commit
+        (``postgres_group.py``): the future resolves once the decision is committed."""
+        routed: asyncio.Future[RouteResult] = asyncio.get_running_loop().create_future()
+        self._routes.submit(
+            (thread_id, resource_id, signal, echo_when_idle or signal, if_active, if_idle, queue,
+             owner, ttl_s, agent_id),
+            partial(_settle_future, routed),
+        )
+        return routed
 
     def route_signal_then(
         self, then: Callable[[RouteResult | None, BaseException | None], None],
@@ -315,47 +326,55 @@ class PostgresStore(ComposedStore):
         queue: bool = False, owner: str, ttl_s: float, agent_id: str | None = None,
         echo_when_idle: SignalIn | None = None,
     ) -> None:
-        """:meth:`route_signal_soon`, its outcome handed to ``then`` (see the contract)."""
-        routed = self.route_signal_soon(
-            thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
-            owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle)
-        routed.add_done_callback(partial(_hand_outcome, then))
+        """:meth:`route_signal_soon` with no future: ``then(result, error)`` is called once the
+        decision is committed, for every signal of a group in one pass."""
+        self._routes.submit(
+            (thread_id, resource_id, signal, echo_when_idle or signal, if_active, if_idle, queue,
+             owner, ttl_s, agent_id),
+            then,
+        )
 
     async def route_signal(
         self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
         agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
     ) -> RouteResult:
-        if if_active == "deliver" and not queue:
-            run_id = await self._deliver_fast(thread_id, resource_id, signal)
-            if run_id is not None:
-                self.notify(thread_id)
-                return RouteResult("deliver", run_id)
-        result = await self.write_thread(
-            thread_id, txn.route_signal, thread_id, resource_id, signal, echo_when_idle or signal,
-            if_active, if_idle, queue, owner, ttl_s, agent_id,
+        """Decide, atomically across processes, what happens to a signal (see the contract);
+        sends that arrive together share one transaction (``postgres_group.py``)."""
+        return await self.route_signal_soon(
+            thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
+            owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle,
         )
+
+    @property
+    def route_groups(self) -> int:
+        """How many routing transactions the group writer committed (a burst of sends: few)."""
+        return self._routes.groups
+
+    @property
+    def route_queue_length(self) -> int:
+        """Signals queued for the next routing group, not yet taken by the group writer."""
+        return self._routes.waiting
+
+    async def _run_route_group(self, body: GroupBody) -> list[Outcome]:
+        """One routing group's transaction (the group writer keeps arrival order: no per-thread
+        call-order lock is needed)."""
+        async with self.transaction() as conn:
+            return await body(conn)
+
+    def _routed(self, thread_id: str, result: RouteResult) -> None:
         if result.action != "discard":
             self.notify(thread_id)
-        return result
 
-    async def _deliver_fast(
-        self, thread_id: str, resource_id: str, signal: SignalIn
-    ) -> str | None:
+    async def _deliver_fast(self, call: RouteCall) -> str | None:
         """Into a live run in one round trip and one statement (``tui_agent_deliver_signal``,
         its own transaction); None if no run is live (nothing was written)."""
-        async with self._in_call_order(thread_id):
-            pool = await self.pool()
-            with self._full_is_a_store_full_error():
-                run_id = await pool.fetchval(
-                    "SELECT tui_agent_deliver_signal($1, $2, $3, $4, $5, $6, $7)",
-                    thread_id, signal.id, resource_id, signal.type, txn.message_column(signal),
-                    signal.data_json or dumps(signal.data), time.time(),
-                )
+        pool = await self.pool()
+        with self._full_is_a_store_full_error():
+            run_id = await pool.fetchval(DELIVER_ONE, *deliver_args(call))
         if run_id is not None:
             self._commits += 1
         return run_id
-
 
 
 async def migrate(conn: PgConnection, shown: str) -> None:
@@ -380,16 +399,16 @@ async def migrate(conn: PgConnection, shown: str) -> None:
             await conn.execute("UPDATE tui_agent_schema SET version=$1", SCHEMA_VERSION)
 
 
-def _hand_outcome(
-    then: Callable[[RouteResult | None, BaseException | None], None],
-    routed: asyncio.Future[RouteResult],
+def _settle_future(
+    routed: asyncio.Future[RouteResult], result: RouteResult | None, error: BaseException | None
 ) -> None:
-    if routed.cancelled():
-        then(None, asyncio.CancelledError())
-    elif (error := routed.exception()) is not None:
-        then(None, error)
+    if routed.done():  # its caller was cancelled: the decision still stands
+        return
+    if error is not None:
+        routed.set_exception(error)
     else:
-        then(routed.result(), None)
+        assert result is not None
+        routed.set_result(result)
 
 
 
