@@ -224,3 +224,68 @@ def test_a_queued_message_taken_by_a_run_cancelled_at_exit_is_answered_elsewhere
         ("user", "second"), ("assistant", "second answer"),
     ]
     wait_for(lambda: rows(db, "SELECT COUNT(*) FROM leases") == [(0,)], "the lease released")
+
+
+# -- the rescuer is told, it does not poll (issue 22) ---------------------------------------------
+
+
+def test_a_stranded_message_is_answered_within_the_lease_expiry_plus_100_ms(
+    start_peer: Callable[..., Peer], db: str
+) -> None:
+    """B's rescuer sleeps until the dead run's lease runs out (it learnt when from the store
+    after delivering into that run), then answers at once: no one-second poll in between."""
+    a = start_peer(name="A", ttl=TTL_S, gate_calls=[0])  # A's run never ends by itself
+    b = start_peer(name="B", ttl=TTL_S, reply="answered")
+    a.expect("ready")
+    b.expect("ready")
+    a.send("send", message="hello", target=THREAD)
+    dead = a.expect("accepted")["run_id"]
+    a.expect("model-call")
+    b.send("send", message="are you there?", target=THREAD)
+    assert b.expect("accepted")["action"] == "deliver"  # pending for A's run
+    os.kill(a.proc.pid, signal.SIGKILL)
+    a.proc.wait()
+    [(expires_at,)] = rows(db, "SELECT expires_at FROM leases WHERE run_id=?", (dead,))
+
+    wait_for(lambda: bool(finished_runs(db, dead)), "the rescuing run to finish")
+
+    [(ended_at,)] = rows(db, "SELECT ended_at FROM runs WHERE status='finished' AND id!=?",
+                         (dead,))
+    late_ms = (ended_at - expires_at) * 1000
+    assert 0 <= late_ms <= 100, f"answered {late_ms:.0f} ms after the lease expired"
+    assert history(db)[-1] == ("assistant", "answered")
+
+
+async def test_an_idle_rescuer_does_not_look_until_something_changes(tmp_path: Path) -> None:
+    """With nothing waiting it has no deadline: across more than the old one-second poll it
+    reads the store not once; a commit by another process (another store object) wakes it."""
+    import asyncio
+
+    from tui_agent import Agent, Memory, SqliteStore
+    from tui_agent.testing import ScriptedModel
+
+    store, other = SqliteStore(tmp_path / "idle.db"), SqliteStore(tmp_path / "idle.db")
+    agent = Agent(name="idle", instructions="x", model=ScriptedModel(replies=["ok"]),
+                  memory=Memory(store=store))
+    try:
+        await (await agent.send_message("hi", resource_id=R, thread_id=T).accepted)[
+            "output"].result()
+        rescuer = agent.runtime.rescuer
+        assert rescuer is not None
+        # The change feed's first marker wakes every watch once, and the run's last commits
+        # may be heard once: let those settle, then measure.
+        await asyncio.sleep(0.5)
+        assert rescuer.looks >= 1
+        looks = rescuer.looks
+        await asyncio.sleep(1.5)  # measuring idleness: longer than the old poll interval
+        assert rescuer.looks == looks
+        await other.ensure_thread("another", R)  # another process's commit
+        for _ in range(400):  # bounded: the change feed hears it within milliseconds
+            if rescuer.looks > looks:
+                break
+            await asyncio.sleep(0.005)
+        assert rescuer.looks > looks
+    finally:
+        await agent.close()
+        await store.close()
+        await other.close()

@@ -286,8 +286,11 @@ def _submit_route(
 
 def _decision(agent: AgentCore, result: RouteResult) -> dict[str, Any]:
     """The receipt's answer for a decision other than a wake."""
-    agent.runtime.ensure_dispatcher()
+    runtime = agent.runtime
+    runtime.ensure_dispatcher()
     if result.action == "deliver":
+        if result.run_id is None or runtime.run(result.run_id) is None:
+            runtime.rescue_soon()  # a run of another process, which may be dead: when to look
         return {"action": "deliver", "run_id": result.run_id}
     return {"action": result.action}
 

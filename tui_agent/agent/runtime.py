@@ -10,9 +10,11 @@ closing a copy never stops the original's work (tests/test_agent_runtime.py). It
 as :class:`~tui_agent.agent.ports.AgentCore` and is, for each run it starts, the run's
 :class:`~tui_agent.agent.ports.RunHost`.
 
-It also rescues stranded signals: once a second, signals that wait on a thread with no live run
-(its owner was killed, or exited with a message queued) are taken over by a new run here, so
-nothing accepted is left unanswered while any process has the agent open (tests/test_rescue.py).
+It also rescues stranded signals: signals that wait on a thread with no live run (its owner was
+killed, or exited with a message queued) are taken over by a new run here, so nothing accepted
+is left unanswered while any process has the agent open (tests/test_rescue.py). When to look is
+event-driven (``tui_agent.agent.rescuer``): at the expiry of the lease they wait behind, or when
+told of a change; no polling.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tui_agent.agent.options import RunOptions, parse_run_options
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.plan import RunDeps, RunPlan
 from tui_agent.agent.ports import AgentCore
+from tui_agent.agent.rescuer import Rescuer
 from tui_agent.agent.run import Run
 from tui_agent.events import ERROR
 from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
@@ -37,9 +40,6 @@ from tui_agent.store.records import EventIn
 
 # One lease owner per process: a run's lease names the process that runs it.
 PROCESS_OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-# How often a process with an agent looks for signals stranded by a dead run (at most half the
-# lease TTL): messages accepted for a run whose owner died are answered within TTL + this.
-RESCUE_INTERVAL_S = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,7 @@ class ThreadRuntime:
         #: stopped by :mod:`tui_agent.notifications.dispatcher`.
         self.dispatcher: DispatcherHandle | None = None
         self._rescuer: asyncio.Task[None] | None = None  # see rescue_stranded
+        self._rescue: Rescuer | None = None  # the rescuer task's state (poke it)
 
     @property
     def owner(self) -> str:
@@ -201,7 +202,19 @@ class ThreadRuntime:
             return  # both run here already: the common case (every routing decision asks)
         ensure_dispatcher(self.agent)
         if rescuer is None or rescuer.done() or rescuer.get_loop() is not loop:
-            self._rescuer = loop.create_task(self._rescue_forever(), name="tui-agent rescuer")
+            self._rescue = Rescuer(self.agent.memory.store, self.rescue_stranded)
+            self._rescuer = loop.create_task(self._rescue.run(), name="tui-agent rescuer")
+
+    @property
+    def rescuer(self) -> Rescuer | None:
+        """The stranded-signal rescuer of this runtime, once started (``ensure_dispatcher``)."""
+        return self._rescue
+
+    def rescue_soon(self) -> None:
+        """A signal went into a run this process does not run (its owner may be dead): the
+        rescuer looks again now, to learn when that run's lease expires."""
+        if self._rescue is not None:
+            self._rescue.poke()
 
     async def stop_dispatcher(self) -> None:
         """Stop the dispatcher and the rescuer, if they run, and wait for their current pass
@@ -218,8 +231,8 @@ class ThreadRuntime:
         """Take over the threads whose accepted signals wait with no live run (the run's owner
         was killed, or exited while they waited): a new run here answers them. The ids of the
         runs started. Any process with the agent open does this (``ensure_dispatcher`` starts
-        it each ``RESCUE_INTERVAL_S``), so nothing accepted is stranded while one lives
-        (tests/test_rescue.py)."""
+        the rescuer, which calls it when signals are stranded: ``tui_agent.agent.rescuer``), so
+        nothing accepted is stranded while one lives (tests/test_rescue.py)."""
         memory = self.agent.memory
         if memory is None:
             return []
@@ -233,19 +246,6 @@ class ThreadRuntime:
                 await self.start_woken_run(thread_id, resource_id, run_id, {})
                 started.append(run_id)
         return started
-
-    async def _rescue_forever(self) -> None:
-        memory = self.agent.memory
-        assert memory is not None
-        interval = min(RESCUE_INTERVAL_S, memory.lease_ttl_s / 2)
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.rescue_stranded()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a bad pass must not end the rescuer; the next one retries
-                log.exception("rescuing stranded signals failed")
 
     # -- settling -----------------------------------------------------------------------------
 

@@ -59,6 +59,7 @@ class ComposedStore:
     list_runs = Door("runs", RunReads.list_runs)
     abort_requested = Door("runs", RunReads.abort_requested)
     stranded_threads = Door("runs", RunReads.stranded_threads)
+    rescue_outlook = Door("runs", RunReads.rescue_outlook)
     has_pending_signals = Door("runs", RunReads.has_pending_signals)
     waiting_signals = Door("runs", RunReads.waiting_signals)
     set_run_scores = Door("runs", RunReads.set_run_scores)

@@ -247,6 +247,12 @@ class RunsAndLeases(Protocol):
         run's owner died or exited. A cheap read (every process with an agent polls it)."""
         ...
 
+    async def rescue_outlook(self) -> tuple[bool, float | None]:
+        """(signals wait with no live lease now, seconds until the first live lease that
+        signals wait behind expires — None if none): when the event-driven rescuer must look
+        again (``tui_agent.agent.rescuer``). One cheap read."""
+        ...
+
     async def rescue_stranded(
         self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
     ) -> tuple[str, str] | None:

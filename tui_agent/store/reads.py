@@ -203,6 +203,24 @@ class RunReads:
         )
         return [row[0] for row in found]
 
+    async def rescue_outlook(self) -> tuple[bool, float | None]:
+        """(whether signals wait with no live lease now, seconds until the first live lease
+        that signals wait behind runs out — None if there is none): what the rescuer needs to
+        know when to look again, in one read on the ``signals_waiting`` index. The seconds are
+        by the store's clock (the server's, on PostgreSQL)."""
+        now = self.database.dialect.now_args()
+        found = await self.database.rows(
+            "SELECT EXISTS (SELECT 1 FROM signals s WHERE s.status IN ('pending', 'queued')"
+            " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id"
+            " AND l.expires_at > {now})),"
+            " (SELECT MIN(l.expires_at) FROM leases l WHERE l.expires_at > {now} AND EXISTS"
+            " (SELECT 1 FROM signals s WHERE s.thread_id=l.thread_id"
+            " AND s.status IN ('pending', 'queued'))) - {now}",
+            (*now, *now, *now),
+        )
+        stranded, due_in = found[0]
+        return bool(stranded), None if due_in is None else float(due_in)
+
     async def has_pending_signals(self, thread_id: str) -> bool:
         row = await first(
             self.database,

@@ -1,0 +1,83 @@
+"""The stranded-signal rescuer: told, not polling.
+
+Signals stranded by a dead run (its owner was killed, or exited with a message queued) are
+taken over by a new run in any live process with the agent open (``ThreadRuntime.
+rescue_stranded``). The rescuer decides *when* to look without a timer of its own:
+
+- it reads the store's rescue outlook (``Store.rescue_outlook``: whether signals wait with no
+  live lease now, and in how many seconds the first lease that signals wait behind runs out);
+- signals stranded now are rescued at once;
+- else it sleeps until that lease's expiry (plus ``MARGIN_S``), or until it is told something
+  changed: another process committed (the store's shared change feed, which on Linux hears the
+  file's writes and on PostgreSQL is pushed by ``NOTIFY``), or this process delivered a signal
+  into a run it does not run (``poke``: that run's owner may be dead).
+
+With nothing waiting there is no deadline: the task sleeps on an event and costs no CPU (a
+process watching 20 idle threads, measured by benchmarks/bench_signal_speed.py). A stranded
+message is answered within the lease's expiry plus a few milliseconds
+(tests/test_rescue.py::test_a_stranded_message_is_answered_within_the_lease_expiry_plus_100_ms).
+Stranded signals it may not take (another agent ran the thread last) are left alone until the
+next change, so they never make it spin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from tui_agent.store.changes import ChangeFeed
+from tui_agent.store.contract import Store
+
+MARGIN_S = 0.002  # past a lease's expiry: the store's "expires_at > now" is false by then
+ERROR_BACKOFF_S = 1.0  # after a failed look or pass (the store unreachable): try again then
+
+log = logging.getLogger(__name__)
+
+
+class Rescuer:
+    """One agent's rescuer in one event loop. ``rescue`` is the runtime's pass (the ids of the
+    runs it started); :meth:`run` is the task's body."""
+
+    def __init__(self, store: Store, rescue: Callable[[], Awaitable[list[str]]]) -> None:
+        self._store = store
+        self._rescue = rescue
+        self._told = asyncio.Event()  # a change, a poke: look again
+        self.looks = 0  # outlooks read (a test and the benchmark count them)
+
+    def poke(self) -> None:
+        """Something this process did may strand signals (it delivered into a run of another
+        process): look again now."""
+        self._told.set()
+
+    async def run(self) -> None:
+        watch = ChangeFeed.of(self._store).watch(self._told, local=False)
+        try:
+            await self._serve()
+        finally:
+            watch.close()
+
+    async def _serve(self) -> None:
+        fruitless = False  # the last pass found stranded signals and could take none of them
+        while True:
+            self._told.clear()  # before the look: a change after it sets the event again
+            try:
+                stranded, due_in = await self._store.rescue_outlook()
+                self.looks += 1
+                if stranded and not fruitless:
+                    fruitless = not await self._rescue()
+                    continue  # look again: a rescue changed the outlook
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bad look or pass must not end the rescuer
+                log.exception("rescuing stranded signals failed")
+                due_in = ERROR_BACKOFF_S
+            timeout = None if due_in is None else max(due_in, 0.0) + MARGIN_S
+            await _wait(self._told, timeout)
+            fruitless = False  # told of a change, or a lease ran out: try the stranded again
+
+
+async def _wait(event: asyncio.Event, timeout: float | None) -> None:
+    with contextlib.suppress(TimeoutError):  # a lease ran out: look again
+        await asyncio.wait_for(event.wait(), timeout)
