@@ -168,6 +168,32 @@ async def test_a_provider_error_fails_the_run_with_its_status(
     assert [(m.role, m.content) for m in await memory.list_messages("t")] == [("user", "hi")]
 
 
+async def test_a_connection_dropped_mid_answer_keeps_the_partial_answer(
+    openai_server: FakeOpenAIServer, memory: Memory, agents: AgentFactory, route: str,
+) -> None:
+    """The server hangs up mid-stream (the body unfinished): what was streamed stays in the
+    stream and in memory, and the run ends with one error chunk naming the provider and the
+    failure. On the litellm path too (its aiohttp transport used to drop the text)."""
+    openai_server.script({"text": "partial answer", "cut": True})
+    agent = agents(name="wire", model=on(route, "openai/gpt-test"), memory=memory)
+    output = await agent.stream("hi", memory={"resource": "r", "thread": "t"},
+                                model_settings=NO_RETRY)
+    chunks = [chunk async for chunk in output]
+    with pytest.raises(ModelCallError):
+        await output.result()
+
+    streamed = "".join(c["payload"]["text"] for c in chunks if c["type"] == "text-delta")
+    assert streamed == "part"  # the first of the answer's chunks, all the server sent
+    assert chunks[-1]["type"] == "error"
+    error = chunks[-1]["payload"]["error"]
+    assert "openai" in error and "peer closed connection" in error, error
+    assert [(m.role, m.content, m.metadata) for m in await memory.list_messages("t")] == [
+        ("user", "hi", {}), ("assistant", "part", {"failed": True}),
+    ]
+    events = await memory.store.read_events("t", 0)
+    assert events[-1]["type"] == "error" and events[-1]["payload"]["error"] == error
+
+
 async def test_a_missing_key_names_the_variable_before_any_request(
     openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, memory: Memory,
     agents: AgentFactory, route: str,

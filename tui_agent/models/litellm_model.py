@@ -30,7 +30,8 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -93,8 +94,34 @@ def load_litellm() -> ModuleType:
             litellm.turn_off_message_logging = True  # callbacks never see message contents
             litellm.disable_streaming_logging = True  # no per-chunk logging thread (sync path)
             litellm.telemetry = False
+            # httpx, not litellm's aiohttp transport: when a provider's connection drops with
+            # the last bytes and the close arriving together, the aiohttp transport drops the
+            # text already received and ends the stream as if it had finished; httpx hands the
+            # text on, then raises (tests/test_agent_litellm.py, the connection-drop test).
+            litellm.disable_aiohttp_transport = True
             _litellm = litellm
     return _litellm
+
+
+_clients_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+
+def _clients_for_this_loop() -> None:
+    """litellm caches its HTTP clients by ``id()`` of the event loop (and keeps one module-level
+    client for all loops); a new loop can get the id of a closed one, and an httpx client used
+    in a closed loop fails ("Event loop is closed"). In a new loop, start with no cached
+    clients (a program runs one loop: this happens once)."""
+    global _clients_loop
+    loop = asyncio.get_running_loop()
+    if _clients_loop is not None and _clients_loop() is loop:
+        return
+    if _clients_loop is not None and _litellm is not None:
+        cache = getattr(_litellm, "in_memory_llm_clients_cache", None)
+        if cache is not None:
+            cache.flush_cache()
+        # and its one module-level client (some providers' path): made again on next use
+        vars(_litellm).pop("module_level_aclient", None)
+    _clients_loop = weakref.ref(loop)
 
 
 def litellm_loaded() -> bool:
@@ -196,6 +223,7 @@ class LiteLLMModel:
         abort = request.abort
         if abort is not None and abort.is_set():
             return
+        _clients_for_this_loop()
         if self._supports_usage_option is None:
             self._supports_usage_option = _supports_stream_options(self._litellm_model)
         kwargs = self._call_kwargs(request)
@@ -212,6 +240,7 @@ class LiteLLMModel:
             return  # aborted before the provider answered
         watcher = _close_on_abort(abort, response) if abort is not None else None
         step = _Step()
+        said = 0  # characters of text streamed: a drop after some is a drop mid-answer
         chunks = response.__aiter__()
         limit, which = timeouts.first_byte, "no answer: first-byte timeout"
         try:
@@ -229,14 +258,17 @@ class LiteLLMModel:
                 if abort is not None and abort.is_set():
                     return
                 for event in step.events(chunk):
+                    if type(event) is TextDelta:
+                        said += len(event.text)
                     yield event
             if self._provider in _REPORTS_FINISH and _finish_was_synthesized(response):
-                raise ModelCallError(
-                    f"model {self._model_id!r}: the stream ended before the provider finished "
-                    "(connection lost mid-answer)", model=self._model_id)
+                raise self._dropped(said, "the stream ended before the provider finished")
         except Exception as exc:
             if abort is not None and abort.is_set():
                 return  # the stream was closed under us on purpose
+            if said and not isinstance(exc, TuiAgentError) and _connection_lost(exc):
+                # mid-answer: what was said stays said, and the error says so
+                raise self._dropped(said, _root_cause(exc, call_secrets(kwargs))) from exc
             raise self._call_error(exc, kwargs) from exc
         finally:
             if watcher is not None:
@@ -281,6 +313,16 @@ class LiteLLMModel:
         return ModelCallError(
             f"model {self._model_id!r} failed (Timeout, no response): provider timed out after "
             f"{seconds:g} s ({which})",
+            model=self._model_id,
+        )
+
+    def _dropped(self, said: int, failure: str) -> ModelCallError:
+        """The provider's connection dropped after ``said`` characters of the answer: the
+        run keeps them (streamed, and stored as the failed answer); this names the provider
+        and what failed."""
+        return ModelCallError(
+            f"model {self._model_id!r} (provider {self._provider}): the connection dropped "
+            f"mid-answer, after {said} characters ({failure}); the partial answer is kept",
             model=self._model_id,
         )
 
@@ -453,6 +495,33 @@ def _status_of(exc: BaseException) -> int | None:
         seen = seen.__cause__ or seen.__context__
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is the connection failing, not the provider
+    answering with an error."""
+    return any(isinstance(seen, OSError) or type(seen).__name__ in _NO_ANSWER
+               for seen in _chain(exc))
+
+
+def _root_cause(exc: BaseException, secrets: Any) -> str:
+    """The innermost error of the chain, as ``Type: message`` (the transport's own words:
+    ``RemoteProtocolError: peer closed connection ...``), secrets redacted."""
+    root = list(_chain(exc))[-1]
+    return f"{type(root).__name__}: {redact(_provider_message(root), secrets)}"
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what caused it, outermost first (litellm keeps the cause in
+    ``original_exception`` as well as ``__cause__``); at most 8 deep."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return
+        yield seen
+        inner = getattr(seen, "original_exception", None)
+        seen = inner if isinstance(inner, BaseException) and inner is not seen else (
+            seen.__cause__ or seen.__context__)
 
 
 def _provider_message(exc: BaseException) -> str:
