@@ -249,6 +249,37 @@ class StoreContract:
         taken = await store.claim_signals(T, R, run_id)
         assert [s["message"]["content"] for s in taken] == ["one"]
 
+    async def test_the_rescue_outlook_says_what_is_stranded_and_when_the_next_will_be(
+        self, store: Store
+    ) -> None:
+        assert await store.rescue_outlook() == (False, None)  # nothing waits: no deadline
+        await self._route(store, "one", ttl_s=30)  # woke: pending behind a live lease
+        stranded, due_in = await store.rescue_outlook()
+        assert not stranded and due_in is not None and 25 < due_in <= 30
+        other = "thread-2"
+        await store.route_signal(other, R, user_signal("two"), if_active="deliver",
+                                 if_idle="wake", owner="gone", ttl_s=DEAD_TTL)
+        stranded, due_in = await store.rescue_outlook()
+        assert stranded and due_in is not None and 25 < due_in <= 30  # the live one still due
+        assert await store.rescue_stranded(other, owner="o", ttl_s=30) is not None
+        assert (await store.rescue_outlook())[0] is False
+
+    async def test_claim_with_history_reads_the_history_then_takes_the_signals(
+        self, store: Store
+    ) -> None:
+        await store.ensure_thread(T, R)
+        await store.append(T, R, messages=[MessageIn("user", "old"), MessageIn("assistant", "a")])
+        woke = await self._route(store, "new")
+        assert woke.run_id is not None
+        history, taken = await store.claim_with_history(T, R, woke.run_id, last_messages=1)
+        assert [m.content for m in history] == ["a"]  # the last one, before the signal
+        assert [s["message"]["content"] for s in taken] == ["new"]
+        assert [m.content for m in await store.list_messages(T)] == ["old", "a", "new"]
+        with pytest.raises(LeaseLostError):
+            await store.claim_with_history(T, R, "not-the-lease-holder", last_messages=5)
+        none, nothing = await store.claim_with_history(T, R, woke.run_id, last_messages=0)
+        assert none == [] and nothing == []
+
     async def test_a_live_run_is_never_rescued(self, store: Store) -> None:
         await self._route(store, "one")
         assert await store.stranded_threads() == []

@@ -258,7 +258,8 @@ def test_a_stranded_message_is_answered_within_the_lease_expiry_plus_100_ms(
 
 async def test_an_idle_rescuer_does_not_look_until_something_changes(tmp_path: Path) -> None:
     """With nothing waiting it has no deadline: across more than the old one-second poll it
-    reads the store not once; a commit by another process (another store object) wakes it."""
+    reads the store not once; in a process that watches a thread, a commit by another process
+    (another store object) wakes it."""
     import asyncio
 
     from tui_agent import Agent, Memory, SqliteStore
@@ -270,6 +271,7 @@ async def test_an_idle_rescuer_does_not_look_until_something_changes(tmp_path: P
     try:
         await (await agent.send_message("hi", resource_id=R, thread_id=T).accepted)[
             "output"].result()
+        subscription = await agent.subscribe_to_thread(resource_id=R, thread_id=T)
         rescuer = agent.runtime.rescuer
         assert rescuer is not None
         # The change feed's first marker wakes every watch once, and the run's last commits
@@ -285,6 +287,7 @@ async def test_an_idle_rescuer_does_not_look_until_something_changes(tmp_path: P
                 break
             await asyncio.sleep(0.005)
         assert rescuer.looks > looks
+        subscription.unsubscribe()
     finally:
         await agent.close()
         await store.close()

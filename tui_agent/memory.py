@@ -173,6 +173,17 @@ class Memory(StateLanesMixin, InboxMixin):
         records = await self.store.list_messages(thread_id, limit=limit)
         return to_model_messages(records)
 
+    async def history_and_signals(
+        self, thread_id: str, resource_id: str, run_id: str, last_messages: int | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """:meth:`model_history`, then the thread's pending signals taken into run
+        ``run_id`` (``Store.claim_signals``), in one store transaction: a woken run's start,
+        one round trip before its model call."""
+        limit = self.last_messages if last_messages is None else last_messages
+        records, taken = await self.store.claim_with_history(
+            thread_id, resource_id, run_id, last_messages=limit)
+        return to_model_messages(records), taken
+
 
 def to_model_messages(records: list[MessageRecord]) -> list[dict[str, Any]]:
     """Stored messages → OpenAI-style messages. A window that starts inside a tool exchange

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from tui_agent.agent.output import AgentOutput
     from tui_agent.memory import Memory
     from tui_agent.notifications.ports import DispatcherHandle
-    from tui_agent.store.records import EventIn, FinishOutcome, MessageIn
+    from tui_agent.store.records import EventIn, FinishOutcome, MessageIn, MessageRecord
 
 
 class RunStore(Protocol):
@@ -40,6 +40,10 @@ class RunStore(Protocol):
         self, thread_id: str, resource_id: str, run_id: str, *,
         messages_before: Sequence[MessageIn] = (), events_before: Sequence[EventIn] = (),
     ) -> list[dict[str, Any]]: ...
+
+    async def claim_with_history(
+        self, thread_id: str, resource_id: str, run_id: str, *, last_messages: int,
+    ) -> tuple[list[MessageRecord], list[dict[str, Any]]]: ...
 
     async def finish_run(
         self, thread_id: str, resource_id: str, run_id: str, *, owner: str, status: str,
@@ -72,6 +76,10 @@ class RunMemory(Protocol):
     async def model_history(
         self, thread_id: str, last_messages: int | None = None
     ) -> list[dict[str, Any]]: ...
+
+    async def history_and_signals(
+        self, thread_id: str, resource_id: str, run_id: str, last_messages: int | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]: ...
 
 
 class RunHost(Protocol):
@@ -124,7 +132,7 @@ class AgentRuntime(Protocol):
 
     def ensure_dispatcher(self) -> None: ...
 
-    def rescue_soon(self) -> None: ...
+    def rescue_soon(self, *, watching: bool = False) -> None: ...
 
     async def start_woken_run(
         self, thread_id: str, resource_id: str, run_id: str, stream_options: dict[str, Any]

@@ -51,6 +51,12 @@ class RunIntake:
         memory, log = self._memory, self._log
         if memory is None or log is None:
             return messages + model_inputs
+        if not inputs and not log.pending:  # a woken run: history and signals in one trip
+            history, taken = await memory.history_and_signals(
+                log.thread_id, log.resource_id, self._run_id, last_messages)
+            messages += history
+            self._took(messages, taken)
+            return messages
         messages += await memory.model_history(log.thread_id, last_messages)
         if inputs:
             # Stored as the model saw them, each in its own role (a system message stays one).
@@ -95,6 +101,11 @@ class RunIntake:
                 messages_before=produced or (),
                 events_before=log.take(),
             )
+        self._took(messages, taken)
+        return [signal["id"] for signal in taken]
+
+    def _took(self, messages: list[dict[str, Any]], taken: list[dict[str, Any]]) -> None:
+        """Signals taken into the run: each appended to ``messages`` and echoed."""
         self.answer_owed = self.answer_owed or bool(taken)
         for signal in taken:
             messages.append(signal["message"])
@@ -106,7 +117,6 @@ class RunIntake:
                     "payload": signal["data"],
                 }
             )
-        return [signal["id"] for signal in taken]
 
     def deliver_local(self, signal: dict[str, Any]) -> bool:
         """Hand a signal to this memoryless run (taken between steps). False once the run has

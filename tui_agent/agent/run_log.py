@@ -50,6 +50,11 @@ class RunLog:
             self._flush_waiting = True
             self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
+    @property
+    def pending(self) -> bool:
+        """Events are logged and not written yet."""
+        return bool(self._events)
+
     def take(self) -> list[EventIn]:
         """The events not written yet (text deltas merged), for a write of the caller's."""
         events, self._events = _merge_text_deltas(self._events), []

@@ -53,6 +53,7 @@ class ComposedStore:
     finish_run = Door("log_writes", LogWrites.finish_run)
     rescue_stranded = Door("log_writes", LogWrites.rescue_stranded)
     claim_signals = Door("log_writes", LogWrites.claim_signals)
+    claim_with_history = Door("log_writes", LogWrites.claim_with_history)
 
     # -- runs, leases and waiting signals, read; scores and overrides --
     active_run = Door("runs", RunReads.active_run)

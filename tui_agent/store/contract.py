@@ -329,6 +329,15 @@ class SignalRouting(Protocol):
         nothing written) unless ``run_id`` holds the thread's lease."""
         ...
 
+    async def claim_with_history(
+        self, thread_id: str, resource_id: str, run_id: str, *, last_messages: int,
+    ) -> tuple[list[MessageRecord], list[dict[str, Any]]]:
+        """A run's start in one transaction (the fewest round trips from a wake to the model
+        call): the thread's last ``last_messages`` messages, oldest first (as
+        :meth:`list_messages`), then every pending signal taken (as :meth:`claim_signals`).
+        Fenced."""
+        ...
+
     async def has_pending_signals(self, thread_id: str) -> bool: ...
 
     async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:

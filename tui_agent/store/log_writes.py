@@ -18,7 +18,14 @@ from typing import Any, Protocol, TypeVar, TypeVarTuple
 import tui_agent.store.writes as writes
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.reads import LogReads, RunReads
-from tui_agent.store.records import EventIn, FinishOutcome, MessageIn, ThreadRecord
+from tui_agent.store.records import (
+    EventIn,
+    FinishOutcome,
+    MessageIn,
+    MessageRecord,
+    ThreadRecord,
+    message_record,
+)
 from tui_agent.store.writes import Txn
 
 T = TypeVar("T")
@@ -141,6 +148,18 @@ class LogWrites:
         if rescued is not None:
             self.writer.notify(thread_id)
         return rescued
+
+    async def claim_with_history(
+        self, thread_id: str, resource_id: str, run_id: str, *, last_messages: int,
+    ) -> tuple[list[MessageRecord], list[dict[str, Any]]]:
+        """A run's start in one transaction: the thread's last ``last_messages`` messages
+        (oldest first, as ``list_messages``), then every pending signal taken into ``run_id``
+        (as ``claim_signals``). Fenced."""
+        rows, taken = await self.writer.run_write(
+            thread_id, writes.claim_with_history, thread_id, resource_id, run_id, last_messages)
+        if taken:
+            self.writer.notify(thread_id)
+        return [message_record(row) for row in reversed(rows)], taken
 
     async def claim_signals(
         self, thread_id: str, resource_id: str, run_id: str, *,

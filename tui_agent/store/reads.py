@@ -31,7 +31,7 @@ RESUME: Final = "__resume__"
 
 # A message row, with the data and model message of the signal it refers to (NULL for any
 # other message): see records.message_record.
-_MESSAGES: Final = (
+MESSAGES: Final = (
     "SELECT m.seq, m.id, m.thread_id, m.resource_id, m.role, m.content, m.run_id, m.metadata,"
     " m.created_at, {signal_data}, s.message FROM messages m LEFT JOIN signals s"
     " ON s.id=m.signal_id WHERE m.thread_id=?"
@@ -77,11 +77,11 @@ class LogReads:
         first."""
         if before is None:
             found = await self.database.rows(
-                f"{_MESSAGES} ORDER BY m.seq DESC LIMIT ?", (thread_id, limit)
+                f"{MESSAGES} ORDER BY m.seq DESC LIMIT ?", (thread_id, limit)
             )
         else:
             found = await self.database.rows(
-                f"{_MESSAGES} AND m.seq < (SELECT seq FROM messages WHERE id=?)"
+                f"{MESSAGES} AND m.seq < (SELECT seq FROM messages WHERE id=?)"
                 " ORDER BY m.seq DESC LIMIT ?",
                 (thread_id, before, limit),
             )

@@ -26,7 +26,7 @@ from tui_agent.errors import LeaseLostError, StoreError
 from tui_agent.events import FINISH, FROM_AGENT, INTERRUPTED, START
 from tui_agent.store.codec import dumps, new_id
 from tui_agent.store.dialect import Dialect
-from tui_agent.store.reads import RESUME
+from tui_agent.store.reads import MESSAGES, RESUME
 from tui_agent.store.records import (
     EventIn,
     FinishOutcome,
@@ -550,3 +550,20 @@ def claim_signals(
     yield from check_lease(d, thread_id, run_id)
     yield from append(d, thread_id, resource_id, messages_before, events_before)
     return (yield from take_pending(d, thread_id, resource_id, run_id, "delivered"))
+
+
+def claim_with_history(
+    d: Dialect, thread_id: str, resource_id: str, run_id: str, last_messages: int,
+) -> Txn[tuple[list[Row], list[dict[str, Any]]]]:
+    """A woken run's first transaction: the thread's last ``last_messages`` messages (newest
+    first, as ``LogReads.list_messages`` reads them), then its pending signals taken. One
+    round trip instead of a read and a claim: what a send to an idle thread waits for before
+    the model is called. Fenced, as :func:`claim_signals`."""
+    yield from lock(d, thread_id)
+    yield from check_lease(d, thread_id, run_id)
+    history: list[Row] = []
+    if last_messages > 0:
+        history = yield _query(
+            d, f"{MESSAGES} ORDER BY m.seq DESC LIMIT ?", thread_id, last_messages)
+    taken = yield from take_pending(d, thread_id, resource_id, run_id, "delivered")
+    return history, taken
