@@ -201,16 +201,19 @@ async def _resolve_thread(store: Store, run_id: Any, resource_id: Any, thread_id
     return str(run.thread_id)
 
 
-async def _store_version(store: Store, thread_id: str, state: _StateIn) -> int | None:
-    """Apply the signal to the lane in one transaction: the new version, or None if unchanged.
-    A delta on a lane with no snapshot yet starts from {}."""
+async def _store_version(
+    store: Store, thread_id: str, state: _StateIn, *, check_resource: str | None = None
+) -> StateLane | None:
+    """Apply the signal to the lane in one transaction: the lane as written, None if unchanged.
+    A delta on a lane with no snapshot yet starts from {}. ``check_resource``: the thread must
+    exist and be that resource's (checked in the same transaction)."""
     def new_value(current: Any) -> Any:
         return state.value if state.mode == "snapshot" else merge_patch(current, state.delta)
 
     contents = state.contents if isinstance(state.contents, str) else dumps(state.contents)
-    return await store.put_state_lane(
+    return await store.put_state_lane_record(
         thread_id, state.lane_id, mode=state.mode, cache_key=state.cache_key,
-        new_value=new_value, delta=state.delta, contents=contents,
+        new_value=new_value, delta=state.delta, contents=contents, resource_id=check_resource,
     )
 
 
@@ -243,16 +246,23 @@ async def send_state_signal(
     parse_if_active(if_active)
     parse_if_idle(if_idle)
     store = memory.store
-    thread = await _resolve_thread(store, run_id, resource_id, thread_id)
-    thread_resource = resource_id or (await store.get_thread(thread)).resource_id
-    version = await _store_version(store, thread, parsed)
-    if version is None:
+    named = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
+    if named.thread_id is not None and named.resource_id is not None:
+        # The common send: the thread's check is in the lane's own transaction (one write,
+        # no read first: a burst of state signals shares the store's group commits).
+        thread, thread_resource = named.thread_id, named.resource_id
+        written = await _store_version(store, thread, parsed, check_resource=thread_resource)
+    else:
+        thread = await _resolve_thread(store, run_id, resource_id, thread_id)
+        thread_resource = resource_id or (await store.get_thread(thread)).resource_id
+        written = await _store_version(store, thread, parsed)
+    if written is None:
         return {"skipped": True, "reason": "unchanged"}
+    version, lane = written.version, written  # the lane as this send wrote it
     target = {"run_id": run_id, "resource_id": thread_resource, "thread_id": thread}
     receipt = await resolve_receipt(
         agent.send_signal(parsed.signal(version), **target, if_active=if_active, if_idle=if_idle)
     )
     accepted = await receipt.accepted
-    lane = await store.get_state_lane(thread, parsed.lane_id)
     return {"skipped": False, "version": version, "lane": lane, "signal": receipt.signal,
             "accepted": accepted, "receipt": receipt}

@@ -30,7 +30,7 @@ class ComposedStore:
         self.log = LogReads(database)
         self.runs = RunReads(database)
         self.log_writes = LogWrites(writer, self.log, self.runs)
-        self.lanes = StateLanes(database)
+        self.lanes = StateLanes(database, writer)
         self.inbox = Inbox(database)
 
     # -- the thread log, read --
@@ -72,6 +72,7 @@ class ComposedStore:
     get_state_lane = Door("lanes", StateLanes.get_state_lane)
     state_lane_history = Door("lanes", StateLanes.state_lane_history)
     put_state_lane = Door("lanes", StateLanes.put_state_lane)
+    put_state_lane_record = Door("lanes", StateLanes.put_state_lane_record)
 
     # -- the notification inbox --
     get_notification = Door("inbox", Inbox.get_notification)

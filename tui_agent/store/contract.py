@@ -366,11 +366,22 @@ class StateLaneStore(Protocol):
     async def put_state_lane(
         self, thread_id: str, lane_id: str, *, mode: str, cache_key: str,
         new_value: Callable[[Any], Any], delta: Any, contents: str,
+        resource_id: str | None = None,
     ) -> int | None:
         """In one transaction: if the lane's current ``mode`` and ``cache_key`` are these,
         change nothing and return None; else store version n+1 (1 for a new lane) with value
         ``new_value(current value or None)`` and add it to the history. Concurrent puts get
-        distinct, consecutive versions."""
+        distinct, consecutive versions. With ``resource_id``, the thread must exist and belong
+        to it (else ``SignalError``, nothing written)."""
+        ...
+
+    async def put_state_lane_record(
+        self, thread_id: str, lane_id: str, *, mode: str, cache_key: str,
+        new_value: Callable[[Any], Any], delta: Any, contents: str,
+        resource_id: str | None = None,
+    ) -> StateLane | None:
+        """:meth:`put_state_lane`, returning the lane as written (None: unchanged), so a
+        sender needs no read after it."""
         ...
 
 

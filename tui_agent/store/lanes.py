@@ -1,9 +1,10 @@
 """State lanes, on either store: the ``LaneStore`` role (``contract.py``), written once.
 
 A lane's current value is materialised in ``state_lanes`` (one row whatever its history) and
-every version is kept in ``state_lane_history``. A put is one write transaction that first
-locks the lane (PostgreSQL: an advisory lock on the lane; SQLite's ``BEGIN IMMEDIATE`` already
-excludes other writers), so concurrent puts get consecutive versions. Checked by
+every version is kept in ``state_lane_history``. A put is one write transaction of the store's
+writer (on SQLite it joins the next group commit) that first locks the lane (PostgreSQL: an
+advisory lock on the lane; SQLite's ``BEGIN IMMEDIATE`` already excludes other writers), so
+concurrent puts get consecutive versions. Checked by
 ``tests/test_state_lanes.py`` and ``tests/test_store_contract.py``.
 """
 
@@ -11,12 +12,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tui_agent.errors import SignalError
 from tui_agent.store.codec import dumps, loads
+from tui_agent.store.dialect import Dialect
 from tui_agent.store.records import StateLane, StateLaneVersion
 from tui_agent.store.roles import Database, Row, first
 from tui_agent.store.rows import lane_of
+from tui_agent.store.writes import Statement, Txn
+
+if TYPE_CHECKING:
+    from tui_agent.store.log_writes import Writer
 
 _COLUMNS = "thread_id, lane_id, version, mode, cache_key, value, updated_at"
 _UPSERT = (
@@ -32,10 +39,12 @@ _HISTORY = (
 
 
 class StateLanes:
-    """The state-lane methods of the store contract, on a store's :class:`Database`."""
+    """The state-lane methods of the store contract, on a store's :class:`Database` (reads)
+    and ``Writer`` (its write transactions)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, writer: Writer) -> None:
         self.database = database
+        self.writer = writer
 
     async def list_state_lanes(self, thread_id: str) -> list[StateLane]:
         """The thread's lanes, by lane id."""
@@ -70,27 +79,63 @@ class StateLanes:
     async def put_state_lane(
         self, thread_id: str, lane_id: str, *, mode: str, cache_key: str,
         new_value: Callable[[Any], Any], delta: Any, contents: str,
+        resource_id: str | None = None,
     ) -> int | None:
         """In one transaction: None if the lane's ``mode`` and ``cache_key`` are these already,
-        else version n+1 (1 for a new lane) with value ``new_value(current or None)``."""
-        now = time.time()
-        dialect = self.database.dialect
-        async with self.database.transaction() as session:
-            if dialect.lock_key is not None:
-                await session.rows(dialect.sql(dialect.lock_key),
-                                   (f"lane\x1f{thread_id}\x1f{lane_id}",))
-            found = await session.rows(dialect.sql(
-                "SELECT version, mode, cache_key, value FROM state_lanes"
-                " WHERE thread_id=? AND lane_id=?"), (thread_id, lane_id))
-            current: Row | None = found[0] if found else None
-            if current is not None and current[1] == mode and current[2] == cache_key:
-                return None
-            version = current[0] + 1 if current is not None else 1
-            value_json = dumps(new_value(loads(current[3]) if current is not None else None))
-            await session.run(dialect.sql(_UPSERT),
-                              (thread_id, lane_id, version, mode, cache_key, value_json, now))
-            await session.run(dialect.sql(_HISTORY), (
-                thread_id, lane_id, version, mode, cache_key, value_json,
-                None if mode == "snapshot" else dumps(delta), contents, now,
-            ))
-        return version
+        else version n+1 (1 for a new lane) with value ``new_value(current or None)``. With
+        ``resource_id``, the thread must exist and be that resource's (else ``SignalError``,
+        nothing written): the check a sender needs, in the same transaction. One write of the
+        store's writer: on SQLite it joins the next group commit (a burst of state signals
+        shares a few transactions)."""
+        lane = await self.put_state_lane_record(
+            thread_id, lane_id, mode=mode, cache_key=cache_key, new_value=new_value,
+            delta=delta, contents=contents, resource_id=resource_id,
+        )
+        return None if lane is None else lane.version
+
+    async def put_state_lane_record(
+        self, thread_id: str, lane_id: str, *, mode: str, cache_key: str,
+        new_value: Callable[[Any], Any], delta: Any, contents: str,
+        resource_id: str | None = None,
+    ) -> StateLane | None:
+        """:meth:`put_state_lane`, returning the lane as it wrote it (no read after)."""
+        row = await self.writer.run_write(
+            thread_id, put_lane, thread_id, lane_id, mode, cache_key, new_value, delta,
+            contents, resource_id,
+        )
+        return None if row is None else lane_of(row)
+
+
+def put_lane(
+    d: Dialect, thread_id: str, lane_id: str, mode: str, cache_key: str,
+    new_value: Callable[[Any], Any], delta: Any, contents: str, resource_id: str | None,
+) -> Txn[Row | None]:
+    """``StateLanes.put_state_lane_record`` as one transaction of statements (``writes.py``'s
+    form, run whole on the store's writer): the lane's row as written, None if unchanged."""
+    if d.lock_key is not None:
+        yield Statement(d.sql(d.lock_key), (f"lane\x1f{thread_id}\x1f{lane_id}",), rows=True)
+    if resource_id is not None:
+        owner: list[Row] = yield Statement(
+            d.sql("SELECT resource_id FROM threads WHERE id=?"), (thread_id,), rows=True)
+        if not owner:
+            raise SignalError(
+                f"no thread {thread_id!r}: state lanes live on an existing memory thread")
+        if owner[0][0] != resource_id:
+            raise SignalError(
+                f"thread {thread_id!r} belongs to resource {owner[0][0]!r}, not {resource_id!r}")
+    found: list[Row] = yield Statement(d.sql(
+        "SELECT version, mode, cache_key, value FROM state_lanes"
+        " WHERE thread_id=? AND lane_id=?"), (thread_id, lane_id), rows=True)
+    current: Row | None = found[0] if found else None
+    if current is not None and current[1] == mode and current[2] == cache_key:
+        return None
+    version = int(current[0]) + 1 if current is not None else 1
+    value_json = dumps(new_value(loads(current[3]) if current is not None else None))
+    now = time.time()
+    yield Statement(d.sql(_UPSERT),
+                    (thread_id, lane_id, version, mode, cache_key, value_json, now))
+    yield Statement(d.sql(_HISTORY), (
+        thread_id, lane_id, version, mode, cache_key, value_json,
+        None if mode == "snapshot" else dumps(delta), contents, now,
+    ))
+    return (thread_id, lane_id, version, mode, cache_key, value_json, now)
