@@ -130,6 +130,24 @@ async def test_concurrent_sends_from_two_stores_to_an_idle_thread_wake_it_once(
     assert len(await first.waiting_signals(T)) == 100
 
 
+async def test_a_burst_of_queued_messages_waits_in_order_each_for_a_run_of_its_own(
+    store: Any,
+) -> None:
+    assert await store.start_run(T, R, new_id(), owner="me", ttl_s=30)
+    before = commits_of(store)
+
+    results = await asyncio.gather(*(
+        store.route_signal(T, R, user_signal(f"q{i}"), if_active="deliver", if_idle="wake",
+                           queue=True, owner="me", ttl_s=30) for i in range(20)))
+
+    assert [r.action for r in results] == ["deliver"] * 20
+    assert len({r.run_id for r in results}) == 20  # each its own run, started in turn
+    assert commits_of(store) - before <= 2
+    waiting = await store.waiting_signals(T)
+    assert [(w["status"], w["run_id"]) for w in waiting] == [
+        ("queued", r.run_id) for r in results]
+
+
 async def test_a_bad_signal_in_a_burst_fails_alone_and_the_rest_keep_their_order(
     store: Any,
 ) -> None:

@@ -467,8 +467,9 @@ RouteCall = tuple[str, str, SignalIn, SignalIn, str, str, bool, str, float, "str
 def route_signals(d: Dialect, calls: Sequence[RouteCall]) -> Txn[list[RouteResult]]:
     """:func:`route_signal` for each of ``calls`` (its arguments), in order: the batch form
     SQLite's group commit uses. The common case of a burst, signals delivered into a thread's
-    live run, costs one lease lookup per thread and one ``executemany``; any other call runs as
-    :func:`route_signal` does, after the rows before it are written (arrival order holds)."""
+    live run (or queued behind it), costs one lease lookup per thread and one ``executemany``;
+    any other call runs as :func:`route_signal` does, after the rows before it are written
+    (arrival order holds)."""
     results: list[RouteResult] = []
     rows: list[SignalRow] = []
     spilled: list[tuple[str, str]] = []
@@ -482,7 +483,13 @@ def route_signals(d: Dialect, calls: Sequence[RouteCall]) -> Txn[list[RouteResul
             live = yield from live_lease(d, thread_id)
             delivery[thread_id] = None if live is None else RouteResult("deliver", live[0])
         delivered = delivery[thread_id]
-        if delivered is not None and if_active == "deliver" and not queue:
+        if delivered is not None and if_active == "deliver":
+            if queue:  # behind the live run, in a run of its own (as route_signal does)
+                queued_run = new_id()
+                rows.append(signal_row(
+                    d, thread_id, resource_id, signal, "queued", queued_run, now, spilled))
+                results.append(RouteResult("deliver", queued_run))
+                continue
             rows.append(signal_row(
                 d, thread_id, resource_id, signal, "pending", delivered.run_id, now, spilled
             ))

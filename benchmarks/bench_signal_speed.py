@@ -1,0 +1,431 @@
+"""Signals at the speed of the log, on both stores (issue 22): every figure beside its anchor,
+measured in the same run on the same machine.
+
+- Burst: 200 concurrent sends of each kind into one active run (its model call is held open),
+  accepted/s (durable: committed before the receipt resolves), median of the rounds. Kinds:
+  ``send_message``, ``queue_message``, ``send_signal`` with a user dict, a typed dict (reactive
+  with attributes) and a Signal object, ``send_state_signal``, ``send_notification_signal``.
+  Beside each: a bare sqlite3 loop inserting the same signal rows (read back from the store)
+  in one transaction on the same file. Then the same kinds on a throwaway PostgreSQL (or
+  ``--pg URL``), beside SQLite's. Then the burst into a run whose model is on the HTTP path (a
+  fake OpenAI server holding its answer open).
+- Idle wake: ``send_message`` to an idle thread → its first text delta, median, on the mock
+  model and on the HTTP path (the fake server), beside raw httpx's first delta from the same
+  server (the floor).
+- Rescue: a peer process's run is killed with a message pending for it; another process
+  answers it: ms between the lease's expiry and the answer.
+- Idle: a process with an agent watching 20 idle threads (subscriptions + the rescuer): CPU %
+  of one core over ``--idle-s`` seconds.
+
+Mastra's figures (Mastra 1.71, Node 20, in-process mock model, from the issue) are quoted, not
+measured: Node is not installed here.
+
+    .venv/bin/python benchmarks/bench_signal_speed.py [--burst 200] [--rounds 10] \
+        [--wakes 200] [--idle-s 10] [--pg URL] [--skip-pg]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal as signals
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from openai_server import FakeOpenAIServer
+
+from tui_agent import Agent, Memory
+from tui_agent.signals.data import Signal
+from tui_agent.store import open_store
+from tui_agent.testing import ScriptedModel
+
+R, T = "bench-user", "bench-thread"
+Row = tuple[str, str, str]
+MASTRA_BURST = (52_389, 35_270)  # user / typed send_signal, accepted/s (the issue's run)
+MASTRA_WAKE_MS = 8.99  # idle thread send_message → first text delta, median
+GOAL_BURST = 60_000
+KINDS = ("send_message", "queue_message", "send_signal dict (user)", "send_signal dict (typed)",
+         "send_signal object", "send_state_signal", "send_notification_signal")
+
+Send = Callable[[Agent, int, int], Awaitable[Any]]
+
+
+def _kind_sender(kind: str) -> Callable[[Agent, list[Any]], list[Awaitable[Any]]]:
+    """What one burst of ``kind`` sends: (agent, its inputs) → the awaitables to gather."""
+    where = {"resource_id": R, "thread_id": T}
+    if kind == "send_message":
+        return lambda a, xs: [a.send_message(x, **where).accepted for x in xs]
+    if kind == "queue_message":
+        return lambda a, xs: [a.queue_message(x, **where).accepted for x in xs]
+    if kind.startswith("send_signal"):
+        return lambda a, xs: [a.send_signal(x, **where).accepted for x in xs]
+    if kind == "send_state_signal":
+        return lambda a, xs: [a.send_state_signal(x, **where) for x in xs]
+    return lambda a, xs: [a.send_notification_signal(x, **where) for x in xs]
+
+
+def _inputs(kind: str, r: int, count: int) -> list[Any]:
+    """The burst's inputs, made before the clock starts (a Signal object is the caller's)."""
+    if kind in ("send_message", "queue_message"):
+        return [f"r{r}-m{i}" for i in range(count)]
+    if kind == "send_signal dict (user)":
+        return [{"type": "user", "contents": f"r{r}-m{i}"} for i in range(count)]
+    if kind == "send_signal dict (typed)":
+        return [{"type": "reactive", "tag_name": "build", "contents": f"r{r}-m{i}",
+                 "attributes": {"n": i}} for i in range(count)]
+    if kind == "send_signal object":
+        return [Signal(type="reactive", tag_name="build", contents=f"r{r}-m{i}",
+                       attributes={"n": i}) for i in range(count)]
+    if kind == "send_state_signal":
+        return [{"id": f"lane{i % 8}", "cache_key": f"r{r}-{i}", "value": {"i": i}}
+                for i in range(count)]
+    return [{"source": "ci", "kind": "build", "summary": f"r{r}-n{i}", "priority": "high",
+             "dedupe_key": f"r{r}-{i}"} for i in range(count)]
+
+
+class HeldRun:
+    """A run held inside its first model call (a scripted model, or the fake HTTP server)."""
+
+    def __init__(self) -> None:
+        self.entered, self.gate = asyncio.Event(), asyncio.Event()
+        self.calls = 0
+
+    async def reply(self, messages: list[dict[str, Any]], tools: Any) -> str:
+        self.calls += 1
+        if self.calls == 1:
+            self.entered.set()
+            await self.gate.wait()
+        return "ok"
+
+
+async def burst(location: str, kind: str, count: int, rounds: int,
+                server: FakeOpenAIServer | None = None) -> dict[str, Any]:
+    """Median accepted/s of ``rounds`` bursts of ``count`` ``kind`` sends into a live run."""
+    store = open_store(location)
+    held = HeldRun()
+    if server is None:
+        model: Any = ScriptedModel(handler=held.reply)
+    else:
+        server.reset()
+        server.script({"text": "held answer", "hold": True})
+        model = {"id": "openai/gpt-test", "api_base": server.base_url, "api_key": "sk-bench"}
+    agent = Agent(name="bench", instructions="x", model=model, memory=Memory(store=store),
+                  notifications={"delivery_policy": {"default": "deliver"}})
+    woken = await agent.send_message("start", resource_id=R, thread_id=T).accepted
+    output = woken["output"]
+    if server is None:
+        await held.entered.wait()
+    else:
+        async for chunk in output:  # the held answer's first delta: the run is mid-call
+            if chunk["type"] == "text-delta":
+                break
+    send = _kind_sender(kind)
+    rates, commits = [], []
+    for r in range(rounds):
+        inputs = _inputs(kind, r, count)
+        before = store.local_commits
+        start = time.perf_counter()
+        results = await asyncio.gather(*send(agent, inputs))
+        rates.append(count / (time.perf_counter() - start))
+        commits.append(store.local_commits - before)
+        _check(kind, results, woken["run_id"])
+    if server is None:
+        held.gate.set()
+    else:
+        server.release()
+    with contextlib.suppress(Exception):
+        await output.result()
+    await agent.close()
+    await store.close()
+    return {"rate": statistics.median(rates), "commits": statistics.median(commits)}
+
+
+def _check(kind: str, results: list[Any], run_id: str) -> None:
+    """Every send of the burst was accepted into the live run (a queued one waits for its own)."""
+    if kind == "send_state_signal":
+        results = [r["accepted"] for r in results]
+    elif kind == "send_notification_signal":
+        results = [r.get("accepted") or {"action": r["decision"]} for r in results]
+    actions = {r["action"] for r in results}
+    assert actions == {"deliver"} or kind == "send_notification_signal", (kind, actions)
+    if kind not in ("queue_message", "send_notification_signal"):
+        assert {r["run_id"] for r in results} == {run_id}, kind
+
+
+def insert_loop_anchor(path: str, count: int, rounds: int) -> float:
+    """Rows/s of a bare sqlite3 loop inserting ``count`` of the store's own signal rows (as
+    stored by the bursts) in one ``BEGIN IMMEDIATE`` transaction, same file (median)."""
+    with sqlite3.connect(path, isolation_level=None) as db:
+        db.execute("PRAGMA synchronous=NORMAL")
+        rows = db.execute(
+            "SELECT thread_id, resource_id, type, status, run_id, message, data, created_at"
+            " FROM signals ORDER BY seq DESC LIMIT ?", (count,)).fetchall()
+        db.execute("CREATE TABLE IF NOT EXISTS anchor_signals AS SELECT * FROM signals WHERE 0")
+        rates = []
+        for r in range(rounds):
+            start = time.perf_counter()
+            db.execute("BEGIN IMMEDIATE")
+            for i, row in enumerate(rows):
+                db.execute(
+                    "INSERT INTO anchor_signals(seq, id, thread_id, resource_id, type, status,"
+                    " run_id, message, data, created_at) VALUES (NULL,?,?,?,?,?,?,?,?,?)",
+                    (f"anchor-{r}-{i}", *row))
+            db.execute("COMMIT")
+            rates.append(len(rows) / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
+async def burst_rows(tmp: Path, count: int, rounds: int, pg: str | None
+                     ) -> tuple[list[Row], dict[str, float]]:
+    rows: list[Row] = []
+    sqlite_rates: dict[str, float] = {}
+    for kind in KINDS:
+        path = str(tmp / f"burst-{kind.split()[0]}-{len(sqlite_rates)}.db")
+        got = await burst(path, kind, count, rounds)
+        anchor = insert_loop_anchor(path, count, rounds)
+        sqlite_rates[kind] = got["rate"]
+        rows.append((f"SQLite burst: {kind}", f"{got['rate']:,.0f} /s",
+                     f"goal ≥ {GOAL_BURST:,}; {got['commits']:.0f} commits/burst; "
+                     f"bare insert loop of the same rows {anchor:,.0f} /s "
+                     f"({got['rate'] / anchor:.2f}×)"))
+    rows.append(("  Mastra (the issue's run)", f"{MASTRA_BURST[0]:,} / {MASTRA_BURST[1]:,} /s",
+                 "send_signal user / typed; quoted, not measured here"))
+    if pg is not None:
+        with pg_locations(pg) as new_database:
+            for kind in KINDS:
+                got = await burst(new_database(), kind, count, rounds)
+                ratio = got["rate"] / sqlite_rates[kind]
+                rows.append((f"PostgreSQL burst: {kind}", f"{got['rate']:,.0f} /s",
+                             f"{ratio:.2f}× SQLite's {sqlite_rates[kind]:,.0f} /s (goal ≥ 0.5×);"
+                             f" {got['commits']:.0f} commits/burst"))
+    with FakeOpenAIServer() as server:
+        for kind in ("send_message", "send_signal dict (user)", "send_signal dict (typed)"):
+            got = await burst(str(tmp / f"http-{len(rows)}.db"), kind, count, rounds, server)
+            mastra = MASTRA_BURST[0] if "typed" not in kind else MASTRA_BURST[1]
+            rows.append((f"HTTP model path burst: {kind}", f"{got['rate']:,.0f} /s",
+                         f"{got['rate'] / mastra:.2f}× Mastra's {mastra:,} (goal ≥ 1×); "
+                         f"mock path {sqlite_rates[kind]:,.0f} /s"))
+    return rows, sqlite_rates
+
+
+@contextlib.contextmanager
+def pg_locations(admin: str) -> Iterator[Callable[[], str]]:
+    import pg_server
+
+    made: list[str] = []
+
+    def new() -> str:
+        name = pg_server.new_database_name()
+        pg_server.create_database_sync(admin, name)
+        made.append(name)
+        return pg_server.database_url(admin, name)
+
+    try:
+        yield new
+    finally:
+        for name in made:
+            pg_server.drop_database_sync(admin, name)
+
+
+# -- idle wake -----------------------------------------------------------------------------------
+
+
+async def wake_ms(tmp: Path, wakes: int, server: FakeOpenAIServer | None) -> float:
+    """Median ms from ``send_message`` to an idle thread to its run's first text delta."""
+    store = open_store(str(tmp / f"wake-{'http' if server else 'mock'}.db"))
+    if server is None:
+        model: Any = ScriptedModel(replies=["hello there"] * (wakes + 10))
+    else:
+        server.reset()
+        model = {"id": "openai/gpt-test", "api_base": server.base_url, "api_key": "sk-bench"}
+    agent = Agent(name="wake", instructions="x", model=model, memory=Memory(store=store))
+    samples = []
+    for i in range(wakes + 10):  # the first ten warm up (imports, connections, caches)
+        start = time.perf_counter()
+        decision = await agent.send_message("hi", resource_id=R, thread_id=f"idle-{i}").accepted
+        output = decision["output"]
+        async for chunk in output:
+            if chunk["type"] == "text-delta":
+                samples.append(time.perf_counter() - start)
+                break
+        await output.result()
+    await agent.close()
+    await store.close()
+    return statistics.median(samples[10:]) * 1000
+
+
+async def raw_httpx_ms(server: FakeOpenAIServer, wakes: int) -> float:
+    """Median ms from a POST to the first content delta, raw httpx on the same server."""
+    import httpx
+
+    server.reset()
+    body = {"model": "gpt-test", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    samples = []
+    async with httpx.AsyncClient(base_url=server.base_url) as client:
+        for _ in range(wakes + 10):
+            start = time.perf_counter()
+            async with client.stream("POST", "/chat/completions", json=body,
+                                     headers={"Authorization": "Bearer sk-bench"}) as response:
+                seen = False
+                async for line in response.aiter_lines():  # read to the end: reuse the conn
+                    if not seen and line.startswith("data:") and '"content"' in line:
+                        samples.append(time.perf_counter() - start)
+                        seen = True
+    return statistics.median(samples[10:]) * 1000
+
+
+async def wake_rows(tmp: Path, wakes: int) -> list[Row]:
+    mock = await wake_ms(tmp, wakes, None)
+    with FakeOpenAIServer() as server:
+        http = await wake_ms(tmp, wakes, server)
+        floor = await raw_httpx_ms(server, wakes)
+    return [
+        ("idle wake → first delta, mock model", f"{mock:.2f} ms",
+         f"{MASTRA_WAKE_MS / mock:.1f}× ahead of Mastra's {MASTRA_WAKE_MS} ms (goal ≥ 10×: "
+         f"≤ {MASTRA_WAKE_MS / 10:.3f} ms)"),
+        ("idle wake → first delta, HTTP path", f"{http:.2f} ms",
+         f"{MASTRA_WAKE_MS / http:.1f}× ahead of Mastra's (goal ≥ 6×: ≤ "
+         f"{MASTRA_WAKE_MS / 6:.2f} ms)"),
+        ("  floor: raw httpx, same server", f"{floor:.2f} ms", "POST → first content delta"),
+    ]
+
+
+# -- rescue and idle CPU -------------------------------------------------------------------------
+
+
+def rescue_rows(tmp: Path, rounds: int) -> list[Row]:
+    from helpers.signal_peer import Peer
+
+    late = []
+    for r in range(rounds):
+        db = str(tmp / f"rescue-{r}.db")
+        thread = {"resource_id": R, "thread_id": "rescued"}
+        a = Peer({"db": db, "name": "A", "ttl": 1.0, "gate_calls": [0]})
+        b = Peer({"db": db, "name": "B", "ttl": 1.0, "reply": "answered"})
+        try:
+            a.expect("ready")
+            b.expect("ready")
+            a.send("send", message="hello", target=thread)
+            dead = a.expect("accepted")["run_id"]
+            a.expect("model-call")
+            b.send("send", message="are you there?", target=thread)
+            b.expect("accepted")
+            os.kill(a.proc.pid, signals.SIGKILL)
+            a.proc.wait()
+            with sqlite3.connect(db) as conn:
+                (expires,) = conn.execute("SELECT expires_at FROM leases WHERE run_id=?",
+                                          (dead,)).fetchone()
+            late.append((_rescue_ended(db, dead) - expires) * 1000)
+        finally:
+            a.close()
+            b.close()
+    return [("stranded message answered after the lease expired",
+             f"median {statistics.median(late):.0f} ms", f"max {max(late):.0f} ms over {rounds}"
+             " kills (goal ≤ 100 ms; the old rescuer polled each second: up to 1,000 ms)")]
+
+
+def _rescue_ended(db: str, dead: str) -> float:
+    """When the run that answered for ``dead`` ended (read from the store, polled: the
+    rescuing process reports nothing of a run it did not start by a send)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with sqlite3.connect(db) as conn:
+            found = conn.execute("SELECT ended_at FROM runs WHERE status='finished' AND id!=?",
+                                 (dead,)).fetchone()
+        if found:
+            return float(found[0])
+        time.sleep(0.01)
+    raise TimeoutError("the stranded message was not answered within 20 s")
+
+
+IDLE_SCRIPT = """
+import asyncio, resource, sys, time
+from tui_agent import Agent, Memory, SqliteStore
+from tui_agent.testing import ScriptedModel
+
+async def main(db, seconds, watch):
+    agent = Agent(name="idle", instructions="x", model=ScriptedModel(replies=["ok"] * 30),
+                  memory=Memory(store=SqliteStore(db)))
+    subs = []
+    if watch:
+        for i in range(20):
+            await (await agent.send_message("hi", resource_id="u", thread_id=f"w{i}").accepted
+                   )["output"].result()
+            subs.append(await agent.subscribe_to_thread(resource_id="u", thread_id=f"w{i}"))
+        readers = [asyncio.ensure_future(drain(s)) for s in subs]
+    await asyncio.sleep(1.0)  # settle: the last commits heard, the feed at its idle pace
+    start, cpu = time.perf_counter(), time.process_time()
+    await asyncio.sleep(seconds)
+    print((time.process_time() - cpu) / (time.perf_counter() - start) * 100, flush=True)
+
+async def drain(sub):
+    async for _ in sub:
+        pass
+
+asyncio.run(main(sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"))
+"""
+
+
+def idle_rows(tmp: Path, seconds: float) -> list[Row]:
+    def cpu(watch: bool) -> float:
+        out = subprocess.run(
+            [sys.executable, "-c", IDLE_SCRIPT, str(tmp / f"idle-{watch}.db"), str(seconds),
+             "1" if watch else "0"], capture_output=True, text=True, timeout=seconds + 120,
+            check=True)
+        return float(out.stdout.strip().splitlines()[-1])
+
+    watched, bare = cpu(True), cpu(False)
+    return [
+        ("idle process watching 20 threads", f"{watched:.2f} % of a core",
+         f"over {seconds:g} s: 20 subscriptions + the rescuer (goal ≤ 0.5 %)"),
+        ("  anchor: the same process, no watch", f"{bare:.2f} % of a core", "agent open, idle"),
+    ]
+
+
+def pg_admin(given: str | None, skip: bool) -> contextlib.AbstractContextManager[str | None]:
+    if skip:
+        return contextlib.nullcontext(None)
+    if given is not None:
+        return contextlib.nullcontext(given)
+    import pg_server
+
+    return pg_server.throwaway_server()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--burst", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--wakes", type=int, default=200)
+    parser.add_argument("--rescues", type=int, default=3)
+    parser.add_argument("--idle-s", type=float, default=10.0)
+    parser.add_argument("--pg", default=None)
+    parser.add_argument("--skip-pg", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
+    with tempfile.TemporaryDirectory() as name, pg_admin(args.pg, args.skip_pg) as pg:
+        tmp = Path(name)
+        rows, _ = asyncio.run(burst_rows(tmp, args.burst, args.rounds, pg))
+        rows += asyncio.run(wake_rows(tmp, args.wakes))
+        rows += rescue_rows(tmp, args.rescues)
+        rows += idle_rows(tmp, args.idle_s)
+    width = max(len(r[0]) for r in rows)
+    value_width = max(len(r[1]) for r in rows)
+    print(f"{'figure':<{width}}  {'value':<{value_width}}  notes")
+    for label, value, note in rows:
+        print(f"{label:<{width}}  {value:<{value_width}}  {note}")
+
+
+if __name__ == "__main__":
+    main()
