@@ -31,7 +31,7 @@ class ComposedStore:
         self.runs = RunReads(database)
         self.log_writes = LogWrites(writer, self.log, self.runs)
         self.lanes = StateLanes(database, writer)
-        self.inbox = Inbox(database)
+        self.inbox = Inbox(database, writer)
 
     # -- the thread log, read --
     get_thread = Door("log", LogReads.get_thread)

@@ -14,14 +14,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from tui_agent.errors import ConfigError
 from tui_agent.store.codec import dumps, new_id
 from tui_agent.store.contract import NotificationCursor
+from tui_agent.store.dialect import Dialect
 from tui_agent.store.records import NOTIFICATION_STATUSES, NotificationRecord
 from tui_agent.store.roles import Args, Database, first
 from tui_agent.store.rows import NOTIFICATION_COLUMNS, notification_of
+from tui_agent.store.writes import Statement, Txn
+
+if TYPE_CHECKING:
+    from tui_agent.store.log_writes import Writer
 
 _ALL: Final = ", ".join(NOTIFICATION_COLUMNS)
 _SELECT: Final = f"SELECT {_ALL} FROM notifications"
@@ -114,10 +119,14 @@ def _where(clauses: list[str]) -> str:
 
 
 class Inbox:
-    """The inbox methods of the store contract, on a store's :class:`Database`."""
+    """The inbox methods of the store contract, on a store's :class:`Database` (reads, and
+    the writes that read as they go) and ``Writer`` (the writes that need no answer between
+    statements: on SQLite they join the next group commit, so a burst of notifications shares
+    a few transactions)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, writer: Writer) -> None:
         self.database = database
+        self.writer = writer
 
     async def get_notification(self, notification_id: str) -> NotificationRecord | None:
         row = await first(self.database, f"{_SELECT} WHERE id=?", (notification_id,))
@@ -199,26 +208,8 @@ class Inbox:
     ) -> NotificationRecord:
         """Store ``record`` in one transaction, merged into the stored one of its id if that
         is still pending and unclaimed (see the contract); the record as it was stored."""
-        rec = record
-        schedule = (_ts(rec.discarded_at), _ts(rec.deliver_at), _ts(rec.summary_at))
-        claim = (claim_token, claim_expires_at)
-        common = (dumps(rec.attributes), dumps(rec.metadata))
-        dialect = self.database.dialect
-        async with self.database.transaction() as session:
-            if merge:
-                merged = await session.run(dialect.sql(_MERGE_UPDATE), (
-                    rec.summary, rec.priority, dumps(rec.payload), *common, rec.dedupe_key,
-                    rec.coalesce_key, now, rec.status, *schedule, *claim, rec.id, now,
-                ))
-                if merged == 1:
-                    return rec
-                rec = rec.model_copy(update={"id": new_id(), "coalesced_count": 1})
-            await session.run(dialect.sql(_INSERT), (
-                rec.id, rec.thread_id, rec.resource_id, rec.source, rec.kind, rec.priority,
-                rec.status, rec.summary, dumps(rec.payload), rec.dedupe_key, rec.coalesce_key, 1,
-                *common, now, now, *schedule, *claim,
-            ))
-        return rec
+        return await self.writer.run_write(
+            None, _save, record, merge, now, claim_token, claim_expires_at)
 
     async def claim_due_summaries(
         self, thread_id: str, token: str, *, now: float, expires_at: float
@@ -308,12 +299,44 @@ class Inbox:
                     (retry_at(attempts), attempts, error, now, notification_id))
 
     async def _write(self, sql: str, args: Args) -> int:
-        """One statement as its own transaction: how many rows it touched."""
-        async with self.database.transaction() as session:
-            return await session.run(self.database.dialect.sql(sql), args)
+        """One statement as its own transaction (one write of the writer): how many rows it
+        touched."""
+        return await self.writer.run_write(None, _one_statement, sql, args)
 
     async def _each_claimed(self, sql: str, rows: list[tuple[object, ...]]) -> None:
         if not rows:
             return
-        async with self.database.transaction() as session:
-            await session.run_many(self.database.dialect.sql(sql), rows)
+        await self.writer.run_write(None, _statement_per_row, sql, rows)
+
+
+def _one_statement(d: Dialect, sql: str, args: Args) -> Txn[int]:
+    touched: int = yield Statement(d.sql(sql), args)
+    return touched
+
+
+def _statement_per_row(d: Dialect, sql: str, rows: list[tuple[object, ...]]) -> Txn[None]:
+    yield Statement(d.sql(sql), rows, many=True)
+
+
+def _save(
+    d: Dialect, rec: NotificationRecord, merge: bool, now: float, claim_token: str | None,
+    claim_expires_at: float | None,
+) -> Txn[NotificationRecord]:
+    """``Inbox.save_notification`` as one transaction of statements."""
+    schedule = (_ts(rec.discarded_at), _ts(rec.deliver_at), _ts(rec.summary_at))
+    claim = (claim_token, claim_expires_at)
+    common = (dumps(rec.attributes), dumps(rec.metadata))
+    if merge:
+        merged: int = yield Statement(d.sql(_MERGE_UPDATE), (
+            rec.summary, rec.priority, dumps(rec.payload), *common, rec.dedupe_key,
+            rec.coalesce_key, now, rec.status, *schedule, *claim, rec.id, now,
+        ))
+        if merged == 1:
+            return rec
+        rec = rec.model_copy(update={"id": new_id(), "coalesced_count": 1})
+    yield Statement(d.sql(_INSERT), (
+        rec.id, rec.thread_id, rec.resource_id, rec.source, rec.kind, rec.priority,
+        rec.status, rec.summary, dumps(rec.payload), rec.dedupe_key, rec.coalesce_key, 1,
+        *common, now, now, *schedule, *claim,
+    ))
+    return rec
