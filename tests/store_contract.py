@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tui_agent.errors import LeaseLostError, StoreError
+from tui_agent.errors import LeaseLostError, SignalError, StoreError
 from tui_agent.store import Store
 from tui_agent.store.codec import new_id
 from tui_agent.store.records import EventIn, MessageIn, NotificationRecord, RouteResult, SignalIn
@@ -520,6 +520,27 @@ class StoreContract:
         await store.ensure_thread(T, R)
         versions = await asyncio.gather(*(self._put(store, f"k{n}", n) for n in range(6)))
         assert sorted(versions) == [1, 2, 3, 4, 5, 6]
+
+    async def test_a_lane_put_returns_the_lane_as_written_and_checks_its_thread(
+        self, store: Store
+    ) -> None:
+        def put(resource: str, key: str) -> Any:
+            return store.put_state_lane_record(
+                T, "editor", mode="delta", cache_key=key, new_value=lambda c: {**(c or {}), key: 1},
+                delta={key: 1}, contents=key, resource_id=resource)
+
+        with pytest.raises(SignalError, match="no thread"):
+            await put(R, "k1")  # no such thread yet: nothing written
+        await store.ensure_thread(T, R)
+        with pytest.raises(SignalError, match="belongs to resource"):
+            await put("someone-else", "k1")
+        assert await store.get_state_lane(T, "editor") is None
+        written = await put(R, "k1")
+        assert written is not None and (written.version, written.value) == (1, {"k1": 1})
+        again = await put(R, "k2")
+        assert again == await store.get_state_lane(T, "editor")  # what a read gives after
+        assert again is not None and again.value == {"k1": 1, "k2": 1}
+        assert await put(R, "k2") is None  # unchanged
 
     # -- the notification inbox -----------------------------------------------------------------
 

@@ -9,10 +9,11 @@ rescue_stranded``). The rescuer decides *when* to look without a timer of its ow
 - signals stranded now are rescued at once;
 - else it sleeps until that lease's expiry (plus ``MARGIN_S``), or until it is told something
   changed: this process delivered a signal into a run it does not run (``poke``: that run's
-  owner may be dead), or, in a process that watches threads, another process committed (it
-  shares the store's change feed with the subscriptions, which on Linux hears the file's writes
-  and on PostgreSQL is pushed by ``NOTIFY``; it never starts that feed for itself: a process
-  that only sends would pay a change poller's queries for nothing).
+  owner may be dead), or, in a process that watches threads, another process committed (a
+  passive watch on the store's change feed, which on Linux hears the file's writes and on
+  PostgreSQL is pushed by ``NOTIFY``: it is woken while the subscriptions keep the feed
+  running and never keeps it running by itself, so a process that only sends pays no change
+  poller for it).
 
 With nothing waiting there is no deadline: the task sleeps on an event and costs no CPU (a
 process watching 20 idle threads, measured by benchmarks/bench_signal_speed.py). A stranded
@@ -29,7 +30,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from tui_agent.store.changes import ChangeFeed, ChangeWatch
+from tui_agent.store.changes import ChangeFeed
 from tui_agent.store.contract import Store
 
 MARGIN_S = 0.002  # past a lease's expiry: the store's "expires_at > now" is false by then
@@ -46,8 +47,6 @@ class Rescuer:
         self._store = store
         self._rescue = rescue
         self._told = asyncio.Event()  # a change, a poke: look again
-        self._follow = False  # this process watches threads: share their change feed
-        self._watch: ChangeWatch | None = None
         self.looks = 0  # outlooks read (a test and the benchmark count them)
 
     def poke(self) -> None:
@@ -55,35 +54,16 @@ class Rescuer:
         process): look again now."""
         self._told.set()
 
-    def follow_changes(self) -> None:
-        """This process watches threads (a subscription started): hear other processes'
-        commits through the change feed the subscriptions use, as long as they use it."""
-        self._follow = True
-        self._told.set()
-
     async def run(self) -> None:
+        watch = ChangeFeed.of(self._store).watch(self._told, local=False, passive=True)
         try:
             await self._serve()
         finally:
-            if self._watch is not None:
-                self._watch.close()
-
-    def _share_feed(self, woken: bool) -> None:
-        """Join the subscriptions' change feed once told to follow; leave it when only this
-        watch is left (``woken``: checked after a wake, when the subscriptions had their
-        turn to take their watches)."""
-        feed = ChangeFeed.of(self._store)
-        if self._follow and self._watch is None:
-            self._watch = feed.watch(self._told, local=False)
-        elif woken and self._watch is not None and feed.watchers <= 1:
-            self._watch.close()
-            self._watch, self._follow = None, False
+            watch.close()
 
     async def _serve(self) -> None:
         fruitless = False  # the last pass found stranded signals and could take none of them
-        woken = False
         while True:
-            self._share_feed(woken)
             self._told.clear()  # before the look: a change after it sets the event again
             try:
                 stranded, due_in = await self._store.rescue_outlook()
@@ -98,7 +78,6 @@ class Rescuer:
                 due_in = ERROR_BACKOFF_S
             timeout = None if due_in is None else max(due_in, 0.0) + MARGIN_S
             await _wait(self._told, timeout)
-            woken = True
             fruitless = False  # told of a change, or a lease ran out: try the stranded again
 
 

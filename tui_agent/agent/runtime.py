@@ -210,15 +210,10 @@ class ThreadRuntime:
         """The stranded-signal rescuer of this runtime, once started (``ensure_dispatcher``)."""
         return self._rescue
 
-    def rescue_soon(self, *, watching: bool = False) -> None:
+    def rescue_soon(self) -> None:
         """A signal went into a run this process does not run (its owner may be dead): the
-        rescuer looks again now, to learn when that run's lease expires. ``watching``: this
-        process subscribed to a thread; the rescuer hears other processes' commits too."""
-        if self._rescue is None:
-            return
-        if watching:
-            self._rescue.follow_changes()
-        else:
+        rescuer looks again now, to learn when that run's lease expires."""
+        if self._rescue is not None:
             self._rescue.poke()
 
     async def stop_dispatcher(self) -> None:

@@ -185,7 +185,6 @@ async def subscribe(
     else:
         cursor = await store.last_event_seq(thread_id)
     agent.runtime.ensure_dispatcher()
-    agent.runtime.rescue_soon(watching=True)  # a watching process hears stranded signals
     ours = active is not None and active.owner == agent.runtime.owner
     sub = ThreadSubscription(
         agent, resource_id, thread_id, cursor, active.run_id if active else None, ours=ours

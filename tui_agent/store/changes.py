@@ -134,6 +134,7 @@ class ChangeFeed:
         self.polls = 0  # change markers read since this feed was made
         self.wakes = 0  # times the watches were woken
         self._watches: set[ChangeWatch] = set()
+        self._passive: set[ChangeWatch] = set()  # see watch(passive=True)
         self._poller: _Poller | None = None
         self._own_version: int | None = None  # the store's data_version() at the last look
         self._fast_until = 0.0  # monotonic: poll fast until then
@@ -167,16 +168,24 @@ class ChangeFeed:
     def watchers(self) -> int:
         return len(self._watches)
 
-    def watch(self, event: asyncio.Event | None = None, *, local: bool = True) -> ChangeWatch:
+    def watch(
+        self, event: asyncio.Event | None = None, *, local: bool = True, passive: bool = False
+    ) -> ChangeWatch:
         """A new watch (on ``event``, or a new one), and the poller running for this loop.
         ``local=False``: only other processes' commits wake it (its owner learns of this
-        process's own writes another way)."""
+        process's own writes another way). ``passive``: it rides along with the others and
+        never keeps the poller running by itself (woken only while some other watch keeps it
+        up; not counted in :attr:`watchers`): the stranded-signal rescuer's."""
         watch = ChangeWatch(self, event if event is not None else asyncio.Event(), local=local)
+        if passive:
+            self._passive.add(watch)
+            return watch
         self._watches.add(watch)
         self._ensure_running()
         return watch
 
     def discard(self, watch: ChangeWatch) -> None:
+        self._passive.discard(watch)
         self._watches.discard(watch)
         if not self._watches and self._poller is not None:
             self._poller.stop()
@@ -212,7 +221,7 @@ class ChangeFeed:
         if foreign and news:
             self._fast_until = time.monotonic() + self.fast_for_s
         self.wakes += 1
-        for watch in list(self._watches):
+        for watch in [*self._watches, *self._passive]:
             if foreign or watch.local:
                 watch.event.set()
 
