@@ -38,6 +38,7 @@ from typing import Any
 import httpcore
 
 COALESCE_S = 0.008  # the longest a waiting reader is kept from bytes that have arrived
+_SEND_AT_ONCE = 64 * 1024  # unsent request bytes past this go out without waiting for more
 SUSTAINED_S = 0.05  # an answer streams this long before its reads coalesce
 _HIGH_WATER = 256 * 1024  # buffered bytes at which the socket stops being read
 _HAPPY_EYEBALLS_S = 0.25  # as anyio's connect_tcp: try the next address after this
@@ -202,8 +203,24 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         self._transport = transport
         self._buffer = buffer
         self._closed = False
+        # A request's small writes (httpcore writes its headers, then its body), sent as one:
+        # one segment and one wake of the server instead of two. Sent before the next read,
+        # or on the loop's next turn, whichever comes first.
+        self._unsent: list[bytes] = []
+        self._send_soon: asyncio.Handle | None = None
+
+    def _send_unsent(self) -> None:
+        if self._send_soon is not None:
+            self._send_soon.cancel()
+            self._send_soon = None
+        if self._unsent and not self._closed and not self._transport.is_closing():
+            data = self._unsent[0] if len(self._unsent) == 1 else b"".join(self._unsent)
+            self._transport.write(data)
+        self._unsent = []
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._unsent:
+            self._send_unsent()
         buffer = self._buffer
         if not buffer.chunks:
             if not (buffer.eof or buffer.lost or self._closed):
@@ -222,13 +239,18 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if self._closed or self._buffer.lost or self._transport.is_closing():
             raise httpcore.WriteError("the connection is closed")
         self._buffer.new_request()
-        self._transport.write(buffer)
+        self._unsent.append(buffer)
+        if sum(len(part) for part in self._unsent) >= _SEND_AT_ONCE:
+            self._send_unsent()  # a large body: sent now, with what waited before it
+        elif self._send_soon is None:
+            self._send_soon = self._buffer.loop.call_soon(self._send_unsent)
         await self._buffer.drain(timeout)
         if self._buffer.lost and self._buffer.error is not None:
             raise httpcore.WriteError(str(self._buffer.error))
 
     async def aclose(self) -> None:
         if not self._closed:
+            self._send_unsent()
             self._closed = True
             self._buffer.closing()  # a read waiting on it raises ReadError now
             self._transport.close()
