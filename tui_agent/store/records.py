@@ -59,6 +59,20 @@ class MessageRecord(Record):
     seq: int = 0
 
 
+class MessageHit(Record):
+    """A message a search found (``Store.search_messages``): where it is and its searchable
+    text (a signal's contents, an answer's text; at most its first 100,000 characters)."""
+
+    seq: int
+    message_id: str
+    thread_id: str
+    resource_id: str
+    thread_title: str | None = None
+    role: str
+    created_at: datetime
+    text: str
+
+
 class RunRecord(Record):
     id: str
     thread_id: str
