@@ -132,6 +132,23 @@ class StoreContract:
         hits = await store.search_messages("deploy blocked", thread_id=T)
         assert [(h.role, h.text) for h in hits] == [("user", "the deploy is blocked on review")]
 
+    async def test_a_thread_exported_and_imported_reads_back_the_same(self, store: Store) -> None:
+        await store.ensure_thread(T, R, title="t", metadata={"k": 1})
+        await store.append(T, R, messages=[MessageIn("user", "hello there")])
+        await store.route_signal(T, R, user_signal("a signal"), if_active="deliver",
+                                 if_idle="persist", owner=OWNER, ttl_s=5)
+        archive = await store.export_thread(T)
+        assert archive is not None and await store.export_thread("missing") is None
+        assert [m.role for m in archive.messages] == ["user", "user"]
+        assert [s.data["contents"] for s in archive.signals] == ["a signal"]
+        with pytest.raises(StoreError, match="exists already"):
+            await store.import_thread(archive)
+        await store.append(T, R, messages=[MessageIn("user", "later")])
+        await store.import_thread(archive, replace=True)
+        assert await store.export_thread(T) == archive
+        assert [m.content for m in await store.list_messages(T)] == ["hello there", "a signal"]
+        assert len(await store.search_messages("signal", thread_id=T)) == 1
+
     async def test_the_event_log_is_ordered_and_read_on_from_a_cursor(self, store: Store) -> None:
         await store.ensure_thread(T, R)
         assert await store.last_event_seq(T) == 0

@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     _notify_parser(sub, fmt)
     _state_parser(sub, fmt)
     _search_parser(sub, fmt)
+    _transfer_parsers(sub, fmt)
     config = sub.add_parser("config", help="print the effective settings and their sources",
                             formatter_class=fmt, epilog=_COMMON_EPILOG)
     _common(config)
@@ -171,6 +172,22 @@ def _search_parser(sub: Any, fmt: Any) -> None:
                         help="at most N messages, newest first (default: 50)")
     search.add_argument("query", nargs="+", help='words (each matches the words it begins) or '
                         '"a phrase"; every one must match')
+
+
+def _transfer_parsers(sub: Any, fmt: Any) -> None:
+    export = sub.add_parser("export", help="write a thread whole, as JSON (to import) or Markdown",
+                            formatter_class=fmt, epilog=_COMMON_EPILOG)
+    _common(export)
+    export.add_argument("--format", choices=("md", "json"), default="md",
+                        help="md: to read; json: to import elsewhere (default: md)")
+    export.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
+    imp = sub.add_parser("import", help="bring an exported thread (its JSON) into this store",
+                         formatter_class=fmt, epilog=_COMMON_EPILOG)
+    _common(imp)
+    imp.add_argument("--replace", action="store_true",
+                     help="replace the thread if this store has it already (else refused)")
+    imp.add_argument("file", metavar="FILE.json", help="the file `export --format json` wrote "
+                     "(- for stdin)")
 
 
 _SEARCH_EPILOG = """\

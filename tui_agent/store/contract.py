@@ -58,6 +58,7 @@ from tui_agent.store.records import (
     SignalIn,
     StateLane,
     StateLaneVersion,
+    ThreadArchive,
     ThreadRecord,
 )
 
@@ -164,6 +165,19 @@ class ThreadLog(Protocol):
         every term of ``query`` (a word matches the words it begins, case folded; a
         ``"quoted phrase"`` its words in a row), newest first, at most ``limit``. A message is
         found from the commit that stored it (its index is written in the same transaction)."""
+        ...
+
+    async def export_thread(self, thread_id: str) -> ThreadArchive | None:
+        """The thread whole as stored: its messages in order (a signal's history message as
+        its reference), signals, runs, state lanes with every version, notifications; no row
+        numbers of the store's own. None: no such thread."""
+        ...
+
+    async def import_thread(self, archive: ThreadArchive, *, replace: bool = False) -> None:
+        """Write an exported thread in one transaction, so that :meth:`export_thread` gives
+        ``archive`` back. A thread of its id in the store is refused (``StoreError``, nothing
+        written) unless ``replace``: then its every row goes first, in the same transaction
+        (never while a run is live on it: ``StoreError``)."""
         ...
 
     async def read_events(
