@@ -131,6 +131,16 @@ def build_parser() -> argparse.ArgumentParser:
     _state_parser(sub, fmt)
     _search_parser(sub, fmt)
     _transfer_parsers(sub, fmt)
+    serve = sub.add_parser("serve", help="the app in a browser (textual-serve)",
+                           formatter_class=fmt, epilog=_SERVE_EPILOG + "\n" + _COMMON_EPILOG)
+    _common(serve)
+    _sender(serve)
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="the address to listen on (default: 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=int, default=8000, help="the port (default: 8000)")
+    serve.add_argument("--token", metavar="TOKEN",
+                       help="the token the page must present (default: $TUI_AGENT_SERVE_TOKEN; "
+                            "off 127.0.0.1, one is made up and printed in the URL)")
     config = sub.add_parser("config", help="print the effective settings and their sources",
                             formatter_class=fmt, epilog=_COMMON_EPILOG)
     _common(config)
@@ -189,6 +199,12 @@ def _transfer_parsers(sub: Any, fmt: Any) -> None:
     imp.add_argument("file", metavar="FILE.json", help="the file `export --format json` wrote "
                      "(- for stdin)")
 
+
+_SERVE_EPILOG = """\
+Prints the URL to open. Each page runs its own app on the same store and thread. On any
+address but 127.0.0.1 the page must present a token (the printed URL carries it): share the
+URL only with the people who may use your agent and store.
+"""
 
 _SEARCH_EPILOG = """\
 Searches the user and assistant messages of every thread of the store, or of -t THREAD only,
