@@ -66,7 +66,9 @@ class FindBar(Horizontal):
         height: 1;
         display: none;
         &.-shown { display: block; }
-        & > Input { width: 32; height: 1; border: none; padding: 0 1; }
+        & > Input, & > Input:focus {
+            width: 32; height: 1; border: none; padding: 0 1; background: $boost;
+        }
         & > #find-count { width: auto; min-width: 8; padding: 0 1; color: $text-muted; }
         & > #find-snippet { width: 1fr; color: $text-muted; }
     }
