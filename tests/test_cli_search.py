@@ -74,3 +74,5 @@ def test_nothing_found_exits_1_and_bad_input_exits_2_with_one_line(db: str) -> N
     assert code == 2 and err.strip() == f"tui-agent: search: no thread 'nope' in {db}"
     code, _, err = run("--db", db, "search", "--", "--")
     assert code == 2 and "has no words" in err and "Traceback" not in err
+    code, _, err = run("--db", db, "search", "--limit", "0", "deploy")
+    assert code == 2 and "--limit must be at least 1, not 0" in err

@@ -26,6 +26,8 @@ async def run_search(args: argparse.Namespace) -> int:
     terms = search_terms(query)
     if not terms:
         raise ConfigError(f"search: {query!r} has no words to search for")
+    if args.limit < 1:
+        raise ConfigError(f"search: --limit must be at least 1, not {args.limit}")
     memory = open_memory(args)
     try:
         thread_id = args.thread if args.thread_given else None

@@ -27,7 +27,7 @@ several terminals on the same --db and --resource/--thread see the same conversa
   tui-agent notify -t main --source ci --kind build --priority high "build failed"
   tui-agent state -t main --lane browser '{"tabs": 3}'
   tui-agent search "deploy blocked"    messages of every thread holding these words
-  tui-agent export -t main --format md  a thread whole, as Markdown or JSON (import it elsewhere)
+  tui-agent export -t main             a thread whole, as Markdown or JSON (to import elsewhere)
   tui-agent serve                      the app in a browser, on http://127.0.0.1:8000
   tui-agent config                     the effective settings and where each came from
 
