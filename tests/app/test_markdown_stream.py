@@ -19,6 +19,7 @@ from textual.pilot import Pilot
 from textual.selection import Selection
 
 from tui_agent.app.widgets import markdown_stream
+from tui_agent.app.widgets.markdown_render import FastMarkdown
 from tui_agent.app.widgets.markdown_stream import (
     MarkdownStream,
     blocks_stand_alone,
@@ -515,3 +516,17 @@ def test_the_terminal_renderer_shows_tags_as_text_too() -> None:
     make_console(out).print(MarkdownBlock(TAGGED))
     shown = [line.rstrip() for line in out.getvalue().split("\n")]
     assert shown[: len(TAGGED_LINES)] == TAGGED_LINES
+
+
+@pytest.mark.parametrize("theme", ["monokai", "default"])
+@pytest.mark.parametrize("fence", ["python", "no-such-language", "", "rust {.numbered}"])
+def test_cached_code_blocks_render_as_rich_does(theme: str, fence: str) -> None:
+    """The shared lexer and theme (markdown_render.py) change the cost, not the lines."""
+    source = (f"```{fence}\ndef check(client, timeout=5.0):\n\treturn client.get('/x')"
+              "  # a long comment that wraps at this width, and a tab above\n```\n")
+    console = Console(width=40, color_system="truecolor")
+    options = console.options.update_width(40)
+    ours = console.render_lines(FastMarkdown(source, code_theme=theme), options)
+    rich = console.render_lines(Markdown(source, code_theme=theme), options)
+    assert ours == rich
+    assert len(ours) > 3  # wrapped and padded: a real render was compared

@@ -27,6 +27,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tui_agent.app.widgets.markdown_render import FastMarkdown
 from tui_agent.app.widgets.packed_lines import Line, PackedLines
 from tui_agent.text import block_spans, split_blocks
 
@@ -52,7 +53,7 @@ def _markdown(source: str, code_theme: str) -> Markdown:
     """``Markdown(source, code_theme=code_theme)`` without building a parser each time."""
     prototype = _PROTOTYPES.get(code_theme)
     if prototype is None:
-        prototype = _PROTOTYPES[code_theme] = Markdown("", code_theme=code_theme)
+        prototype = _PROTOTYPES[code_theme] = FastMarkdown("", code_theme=code_theme)
     markdown = copy.copy(prototype)
     markdown.markup = source
     markdown.parsed = _PARSER.parse(source)
