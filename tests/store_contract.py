@@ -90,6 +90,65 @@ class StoreContract:
         assert [m.content["n"] for m in older] == [1, 2, 3]
         assert newest[0].thread_id == T and newest[0].role == "user"
 
+    async def test_search_finds_messages_by_their_words_newest_first(self, store: Store) -> None:
+        await store.ensure_thread(T, R, title="groceries")
+        await store.ensure_thread("other", "bob")
+        await store.append(T, R, messages=[
+            MessageIn("user", "Buy some Apples, and pears"),
+            MessageIn("assistant", [{"type": "text", "text": "Sure: apples."},
+                                    {"type": "image", "url": "apples.png"}]),
+            MessageIn("tool", "apples from a tool"),  # tool output is not searched
+            MessageIn("user", {"n": 1}),  # no text
+        ])
+        await store.append("other", "bob", messages=[MessageIn("user", "apple pie_recipe")])
+        hits = await store.search_messages("APPLE")
+        assert [(h.thread_id, h.role, h.text) for h in hits] == [
+            ("other", "user", "apple pie_recipe"),
+            (T, "assistant", "Sure: apples."),
+            (T, "user", "Buy some Apples, and pears"),
+        ]
+        assert hits[1].thread_title == "groceries" and hits[1].resource_id == R
+        assert hits[1].created_at.tzinfo is not None and hits[0].seq > hits[1].seq
+        messages = {m.id for m in await store.list_messages(T)}
+        assert {h.message_id for h in hits[1:]} <= messages
+        assert [h.role for h in await store.search_messages("apples", thread_id=T)] == [
+            "assistant", "user"]
+        assert len(await store.search_messages("apples", limit=1)) == 1
+        assert [h.text for h in await store.search_messages("pears buy")] == [
+            "Buy some Apples, and pears"]  # every word, in any order
+        assert await store.search_messages('"pears buy"') == []  # a phrase: in its order
+        assert len(await store.search_messages('"some apple"')) == 1
+        assert len(await store.search_messages("recipe")) == 1  # _ splits words
+        assert await store.search_messages("tool") == []
+        assert await store.search_messages("  ,;: ") == []  # no words: nothing, no error
+        assert await store.search_messages("url") == []
+
+    async def test_search_finds_a_signal_by_its_contents_once_committed(
+        self, store: Store
+    ) -> None:
+        signal = user_signal("the deploy is blocked on review")
+        await store.route_signal(T, R, signal, if_active="deliver", if_idle="persist",
+                                 owner=OWNER, ttl_s=5)
+        hits = await store.search_messages("deploy blocked", thread_id=T)
+        assert [(h.role, h.text) for h in hits] == [("user", "the deploy is blocked on review")]
+
+    async def test_a_thread_exported_and_imported_reads_back_the_same(self, store: Store) -> None:
+        await store.ensure_thread(T, R, title="t", metadata={"k": 1})
+        await store.append(T, R, messages=[MessageIn("user", "hello there")])
+        await store.route_signal(T, R, user_signal("a signal"), if_active="deliver",
+                                 if_idle="persist", owner=OWNER, ttl_s=5)
+        archive = await store.export_thread(T)
+        assert archive is not None and await store.export_thread("missing") is None
+        assert [m.role for m in archive.messages] == ["user", "user"]
+        assert [s.data["contents"] for s in archive.signals] == ["a signal"]
+        with pytest.raises(StoreError, match="exists already"):
+            await store.import_thread(archive)
+        await store.append(T, R, messages=[MessageIn("user", "later")])
+        await store.import_thread(archive, replace=True)
+        assert await store.export_thread(T) == archive
+        assert [m.content for m in await store.list_messages(T)] == ["hello there", "a signal"]
+        assert len(await store.search_messages("signal", thread_id=T)) == 1
+
     async def test_the_event_log_is_ordered_and_read_on_from_a_cursor(self, store: Store) -> None:
         await store.ensure_thread(T, R)
         assert await store.last_event_seq(T) == 0

@@ -17,7 +17,7 @@ from tui_agent.signals.limits import check_id, check_json_value, check_limit, ch
 from tui_agent.state.lanes import StateLanesMixin
 from tui_agent.store.changes import ChangeFeed
 from tui_agent.store.contract import NotificationCursor, Store
-from tui_agent.store.records import MessageIn, MessageRecord, ThreadRecord
+from tui_agent.store.records import MessageHit, MessageIn, MessageRecord, ThreadRecord
 from tui_agent.store.url import open_store
 
 DEFAULT_LEASE_TTL_S = 15.0
@@ -121,6 +121,15 @@ class Memory(StateLanesMixin, InboxMixin):
     ) -> list[MessageRecord]:
         limit = check_limit(limit, "limit")
         return await self.store.list_messages(thread_id, limit=limit, before=before)
+
+    async def search_messages(
+        self, query: str, *, thread_id: str | None = None, limit: int = 50
+    ) -> list[MessageHit]:
+        """User and assistant messages (of ``thread_id``, else of every thread) holding every
+        word of ``query`` (prefixes match; ``"a phrase"`` in its order), newest first
+        (``Store.search_messages``)."""
+        limit = check_limit(limit, "limit")
+        return await self.store.search_messages(query, thread_id=thread_id, limit=limit)
 
     async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
         """Signals accepted on the thread that no run has taken yet (``status`` pending:

@@ -5,7 +5,8 @@ text's finished blocks. No rich, no Textual: both front ends sit above this modu
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, Final
 
 ONE_LINE = 160  # tool arguments/results and signal texts are cut to this many characters
 
@@ -46,3 +47,46 @@ def block_spans(lines: list[str]) -> list[tuple[int, int]]:
     assert start is not None  # the last line always starts or continues a run
     spans.append((start, len(lines)))
     return spans
+
+
+# -- search: a query's terms, where they match a text, and a snippet around the first match --
+# The stores' indexes split a text into runs of letters and digits, case folded; a query's words
+# match a word they begin (prefix match), and every term must match (tests/test_search.py).
+
+_QUERY_TERM: Final = re.compile(r'"([^"]*)"?|(\S+)')
+_WORD: Final = re.compile(r"[^\W_]+")
+
+
+def search_terms(query: str) -> list[tuple[str, ...]]:
+    """The terms of a search ``query``: each a word, or a ``"quoted phrase"`` (its words in
+    order), lower-cased, split as the index splits text; punctuation alone is no term."""
+    terms: list[tuple[str, ...]] = []
+    for phrase, word in _QUERY_TERM.findall(query):
+        words = tuple(w.lower() for w in _WORD.findall(phrase or word))
+        if words and words not in terms:
+            terms.append(words)
+    return terms
+
+
+def match_spans(text: str, terms: list[tuple[str, ...]]) -> list[tuple[int, int]]:
+    """``[start, end)`` of every word of ``text`` that a word of ``terms`` begins (a one-letter
+    word: that is), in order: what a search result highlights."""
+    words = {w for term in terms for w in term}
+    prefixes = tuple(w for w in words if len(w) > 1)  # a one-letter word matches only itself
+    if not words:
+        return []
+    return [(m.start(), m.end()) for m in _WORD.finditer(text)
+            if (word := m.group().lower()) in words or word.startswith(prefixes)]
+
+
+def snippet(text: str, terms: list[tuple[str, ...]], width: int = 100) -> str:
+    """One line of ``text`` around its first match, about ``width`` characters, with an
+    ellipsis where it was cut."""
+    flat = " ".join(text.split())
+    spans = match_spans(flat, terms)
+    start = max(0, spans[0][0] - width // 3) if spans else 0
+    if start:  # begin at a word
+        space = flat.rfind(" ", 0, start)
+        start = space + 1 if space >= 0 else start
+    cut = flat[start:start + width]
+    return ("…" if start else "") + cut + ("…" if start + width < len(flat) else "")

@@ -485,10 +485,14 @@ class TuiAgentApp(App[int]):
 
     @work(exclusive=True, group="picker")
     async def _pick(self, replace: bool) -> None:
+        from tui_agent.app.bridge import search_threads
         from tui_agent.app.screens.thread_picker import ThreadPicker
 
         choices = await self._thread_choices()
-        choice = await self.push_screen_wait(ThreadPicker(choices, self.config.default_resource))
+        agent = self.config.agent
+        choice = await self.push_screen_wait(ThreadPicker(
+            choices, self.config.default_resource,
+            search=lambda query: search_threads(agent, query)))
         if choice is None:
             return
         current = self.focused_pane()

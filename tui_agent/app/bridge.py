@@ -33,6 +33,8 @@ __all__ = ["ConfigError", "SendRequest", "ThreadFeed", "TuiAgentError", "demo_th
 
 FIRST_PAGE = 20  # messages mounted when a pane opens: a screenful, so a pane paints fast
 HISTORY_PAGE = 50  # messages paged in per step scrolled back (or until the view can scroll)
+FIND_LIMIT = 1000  # matches ctrl+f counts and steps through in a thread (the count says 1000+)
+PICKER_SEARCH_LIMIT = 500  # messages the thread picker reads to rank threads by their text
 WAITING_GAP_S = 0.5  # the least time between two reads of the signals waiting for a live run
 URGENT_TYPES = END_TYPES | {STEP_FINISH}  # an answer's end: shown at once, not at the next tick
 STOP_WAIT_S = 5.0  # how long quitting waits for each of this process's aborted runs to end
@@ -250,6 +252,20 @@ class ThreadFeed:
         history = self.agent.memory.state_lane_history
         return list(await history(self.thread_id, lane_id, limit=limit))
 
+    async def search(self, query: str) -> list[Any]:
+        """The thread's messages holding every word of ``query`` (``Memory.search_messages``
+        over its whole history, not only what is on screen), oldest first, at most
+        ``FIND_LIMIT``."""
+        hits = await self.agent.memory.search_messages(
+            query, thread_id=self.thread_id, limit=FIND_LIMIT)
+        return list(reversed(hits))
+
+    async def export_text(self, fmt: str) -> str:
+        """The thread whole as ``fmt`` (json or md), as ``tui-agent export`` writes it."""
+        from tui_agent.export import export_text
+
+        return await export_text(self.agent.memory.store, self.thread_id, fmt)
+
     async def load_older(self) -> int:
         """Page the messages older than the oldest shown into the top. Returns how many.
         Callers (scrolling to the top, a view too short to scroll, the inbox's reveal) may ask
@@ -312,6 +328,15 @@ async def thread_listing(agent: Any) -> list[tuple[Any, tuple[int, bool]]]:
     threads = await agent.memory.list_threads()
     activity = await agent.memory.thread_activity()
     return [(thread, activity.get(thread.id, (0, False))) for thread in threads]
+
+
+async def search_threads(agent: Any, query: str) -> dict[str, list[Any]]:
+    """``{thread id: its messages holding every word of query, newest first}`` over every
+    thread of the store (the thread picker's search), at most ``PICKER_SEARCH_LIMIT`` in all."""
+    found: dict[str, list[Any]] = {}
+    for hit in await agent.memory.search_messages(query, limit=PICKER_SEARCH_LIMIT):
+        found.setdefault(hit.thread_id, []).append(hit)
+    return found
 
 
 async def send_form(agent: Any, kind: str, fields: dict[str, Any], resource_id: str,

@@ -20,6 +20,14 @@ async def run_command(args: argparse.Namespace) -> int:
         from tui_agent.cli.inbox import run_notify as command
     elif args.command == "state":
         from tui_agent.cli.inbox import run_state as command
+    elif args.command == "search":
+        from tui_agent.cli.search import run_search as command
+    elif args.command == "export":
+        from tui_agent.cli.transfer import run_export as command
+    elif args.command == "import":
+        from tui_agent.cli.transfer import run_import as command
+    elif args.command == "serve":
+        from tui_agent.cli.serve import run_serve as command
     else:  # parse_args allows no other command
         from tui_agent.cli.config import run_config as command
     return int(await command(args))

@@ -43,17 +43,25 @@ def parse_attrs(pairs: list[str] | None, name: str | None = None) -> dict[str, s
 # -- the agent ---------------------------------------------------------------------------------
 
 
-def build_agent(args: argparse.Namespace) -> Any:
-    """The agent the command talks to, with memory on the chosen store: ``--agent FILE:NAME``,
-    else one of the settings' ``[[agents]]`` (``--agent-name`` / ``default_agent``, else the
-    first), else the demo agent on the settings' model."""
+def open_memory(args: argparse.Namespace) -> Any:
+    """Memory on the chosen store (``args.db``: --db, else $TUI_AGENT_DB, else the settings
+    file's, else the default file), with the settings' lease timing: what every command
+    reads and writes through (those with no agent, such as ``search`` and ``export``, too)."""
     from tui_agent.memory import Memory
     from tui_agent.store import open_store
     from tui_agent.store.location import default_file
 
-    settings = args.settings  # args.db is its db: --db, else $TUI_AGENT_DB, else the file's
-    memory = Memory(store=open_store(args.db or default_file()), lease_ttl_s=settings.lease_ttl_s,
-                    lease_renew_s=settings.lease_renew_s)
+    settings = args.settings
+    return Memory(store=open_store(args.db or default_file()), lease_ttl_s=settings.lease_ttl_s,
+                  lease_renew_s=settings.lease_renew_s)
+
+
+def build_agent(args: argparse.Namespace) -> Any:
+    """The agent the command talks to, with memory on the chosen store: ``--agent FILE:NAME``,
+    else one of the settings' ``[[agents]]`` (``--agent-name`` / ``default_agent``, else the
+    first), else the demo agent on the settings' model."""
+    settings = args.settings
+    memory = open_memory(args)
     if args.agent:
         agent = pick_agent(load_agents(args.agent), args.agent_name, args.agent)
         if agent.memory is None:

@@ -11,7 +11,8 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-COMMANDS = ("chat", "send", "watch", "notify", "state", "config")
+COMMANDS = ("chat", "send", "watch", "notify", "state", "search", "export", "import", "serve",
+            "config")
 
 _DESCRIPTION = """\
 Agents on shared, live threads. Every command works on one thread of a store (a SQLite file,
@@ -25,6 +26,9 @@ several terminals on the same --db and --resource/--thread see the same conversa
   tui-agent watch --thread main        print the thread's live stream until Ctrl-C
   tui-agent notify -t main --source ci --kind build --priority high "build failed"
   tui-agent state -t main --lane browser '{"tabs": 3}'
+  tui-agent search "deploy blocked"    messages of every thread holding these words
+  tui-agent export -t main             a thread whole, as Markdown or JSON (to import elsewhere)
+  tui-agent serve                      the app in a browser, on http://127.0.0.1:8000
   tui-agent config                     the effective settings and where each came from
 
 With no command, the app runs.
@@ -96,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "browser state lane and notifications, on the local model")
     parser.add_argument("--no-warm", action="store_true", default=argparse.SUPPRESS,
                         help=argparse.SUPPRESS)  # tests: don't load the model in the background
-    sub = parser.add_subparsers(dest="command", metavar="{chat,send,watch,notify,state,config}",
+    sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}",
                                 help="with none, the app opens")
     fmt = argparse.RawDescriptionHelpFormatter
 
@@ -125,6 +129,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one JSON object per chunk (type, run_id, from, payload) per line")
     _notify_parser(sub, fmt)
     _state_parser(sub, fmt)
+    _search_parser(sub, fmt)
+    _transfer_parsers(sub, fmt)
+    serve = sub.add_parser("serve", help="the app in a browser (textual-serve)",
+                           formatter_class=fmt, epilog=_SERVE_EPILOG + "\n" + _COMMON_EPILOG)
+    _common(serve)
+    _sender(serve)
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="the address to listen on (default: 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=int, default=8000, help="the port (default: 8000)")
+    serve.add_argument("--token", metavar="TOKEN",
+                       help="the token the page must present (default: $TUI_AGENT_SERVE_TOKEN; "
+                            "off 127.0.0.1, one is made up and printed in the URL)")
     config = sub.add_parser("config", help="print the effective settings and their sources",
                             formatter_class=fmt, epilog=_COMMON_EPILOG)
     _common(config)
@@ -156,6 +172,45 @@ def _state_parser(sub: Any, fmt: Any) -> None:
     state.add_argument("json", help="the value (or patch) as JSON, e.g. '{\"tabs\": 3}'")
 
 
+def _search_parser(sub: Any, fmt: Any) -> None:
+    search = sub.add_parser("search", help="find messages by their words, in every thread",
+                            formatter_class=fmt, epilog=_SEARCH_EPILOG + "\n" + _COMMON_EPILOG)
+    _common(search)
+    search.add_argument("--json", action="store_true",
+                        help="one JSON object per message per line (thread, role, text, …)")
+    search.add_argument("--limit", type=int, default=50, metavar="N",
+                        help="at most N messages, newest first (default: 50)")
+    search.add_argument("query", nargs="+", help='words (each matches the words it begins) or '
+                        '"a phrase"; every one must match')
+
+
+def _transfer_parsers(sub: Any, fmt: Any) -> None:
+    export = sub.add_parser("export", help="write a thread whole, as JSON (to import) or Markdown",
+                            formatter_class=fmt, epilog=_COMMON_EPILOG)
+    _common(export)
+    export.add_argument("--format", choices=("md", "json"), default="md",
+                        help="md: to read; json: to import elsewhere (default: md)")
+    export.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
+    imp = sub.add_parser("import", help="bring an exported thread (its JSON) into this store",
+                         formatter_class=fmt, epilog=_COMMON_EPILOG)
+    _common(imp)
+    imp.add_argument("--replace", action="store_true",
+                     help="replace the thread if this store has it already (else refused)")
+    imp.add_argument("file", metavar="FILE.json", help="the file `export --format json` wrote "
+                     "(- for stdin)")
+
+
+_SERVE_EPILOG = """\
+Prints the URL to open. Each page runs its own app on the same store and thread. On any
+address but 127.0.0.1 the page must present a token (the printed URL carries it): share the
+URL only with the people who may use your agent and store.
+"""
+
+_SEARCH_EPILOG = """\
+Searches the user and assistant messages of every thread of the store, or of -t THREAD only,
+newest first. Exit status: 0 found, 1 nothing matched, 2 a bad query or an unknown thread.
+"""
+
 _CHAT_EPILOG = """\
 In the chat: type a line and Enter to send it. Ctrl-C during an answer aborts it (the partial
 answer stays, marked aborted); Ctrl-C or Ctrl-D at the prompt quits.
@@ -171,6 +226,7 @@ discard.
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
+    args.thread_given = getattr(args, "thread", None) is not None  # search: -t narrows it
     for name, value in _DEFAULTS.items():
         if not hasattr(args, name):
             setattr(args, name, value)

@@ -2,9 +2,11 @@
 
 A store is its role objects side by side: ``store.log`` (threads, messages, the event log,
 read), ``store.log_writes`` (the same, and runs and leases, written), ``store.runs`` (runs,
-leases and waiting signals, read), ``store.lanes`` (state lanes) and ``store.inbox`` (the
-notification inbox), each written once (``reads.py``, ``log_writes.py``, ``lanes.py``,
-``inbox.py``) on the store's own :class:`~tui_agent.store.roles.Database` or ``Writer``. What
+leases and waiting signals, read), ``store.lanes`` (state lanes), ``store.inbox`` (the
+notification inbox), ``store.search`` (messages found by their words) and ``store.transfer``
+(a thread whole, out and in), each written once (``reads.py``, ``log_writes.py``,
+``lanes.py``, ``inbox.py``, ``search.py``, ``transfer.py``) on the store's
+own :class:`~tui_agent.store.roles.Database` or ``Writer``. What
 differs between the stores (how a write transaction runs, who is told of a commit, the queued
 forms of a write) is each store's own class.
 
@@ -20,6 +22,8 @@ from tui_agent.store.lanes import StateLanes
 from tui_agent.store.log_writes import LogWrites, Writer
 from tui_agent.store.reads import LogReads, RunReads
 from tui_agent.store.roles import Database, Door
+from tui_agent.store.search import MessageSearch
+from tui_agent.store.transfer import ThreadTransfer
 
 
 class ComposedStore:
@@ -32,6 +36,8 @@ class ComposedStore:
         self.log_writes = LogWrites(writer, self.log, self.runs)
         self.lanes = StateLanes(database, writer)
         self.inbox = Inbox(database, writer)
+        self.search = MessageSearch(database)
+        self.transfer = ThreadTransfer(database)
 
     # -- the thread log, read --
     get_thread = Door("log", LogReads.get_thread)
@@ -41,6 +47,11 @@ class ComposedStore:
     last_event_seq = Door("log", LogReads.last_event_seq)
     thread_activity = Door("log", LogReads.thread_activity)
     thread_usage = Door("log", LogReads.thread_usage)
+    search_messages = Door("search", MessageSearch.search_messages)
+
+    # -- a thread whole, out and in --
+    export_thread = Door("transfer", ThreadTransfer.export_thread)
+    import_thread = Door("transfer", ThreadTransfer.import_thread)
 
     # -- the thread log, runs and leases, written --
     ensure_thread = Door("log_writes", LogWrites.ensure_thread)

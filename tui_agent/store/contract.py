@@ -5,7 +5,8 @@ talk to a store only through these methods, so any store that implements them (S
 PostgreSQL today) runs the whole core. Each role is a small ``typing.Protocol``:
 
 - :class:`StoreHandle`: the store itself, and how a reader learns of commits;
-- :class:`ThreadLog`: threads, their messages and each thread's ordered event log;
+- :class:`ThreadLog`: threads, their messages (and their full-text search) and each thread's
+  ordered event log;
 - :class:`RunsAndLeases`: runs, the lease one live run holds, stranded signals' rescue, and
   what is kept of a run (scores) and of an agent (the editor's overrides);
 - :class:`SignalRouting`: where a signal goes, and a run taking its pending signals;
@@ -48,6 +49,7 @@ from tui_agent.store.records import (
     ActiveRun,
     EventIn,
     FinishOutcome,
+    MessageHit,
     MessageIn,
     MessageRecord,
     NotificationRecord,
@@ -56,6 +58,7 @@ from tui_agent.store.records import (
     SignalIn,
     StateLane,
     StateLaneVersion,
+    ThreadArchive,
     ThreadRecord,
 )
 
@@ -153,6 +156,28 @@ class ThreadLog(Protocol):
     ) -> list[MessageRecord]:
         """The ``limit`` messages just older than message ``before`` (or the newest), oldest
         first."""
+        ...
+
+    async def search_messages(
+        self, query: str, *, thread_id: str | None = None, limit: int = 50
+    ) -> list[MessageHit]:
+        """User and assistant messages (of ``thread_id``, or of every thread) whose text holds
+        every term of ``query`` (a word matches the words it begins, case folded; a
+        ``"quoted phrase"`` its words in a row), newest first, at most ``limit``. A message is
+        found from the commit that stored it (its index is written in the same transaction)."""
+        ...
+
+    async def export_thread(self, thread_id: str) -> ThreadArchive | None:
+        """The thread whole as stored: its messages in order (a signal's history message as
+        its reference), signals, runs, state lanes with every version, notifications; no row
+        numbers of the store's own. None: no such thread."""
+        ...
+
+    async def import_thread(self, archive: ThreadArchive, *, replace: bool = False) -> None:
+        """Write an exported thread in one transaction, so that :meth:`export_thread` gives
+        ``archive`` back. A thread of its id in the store is refused (``StoreError``, nothing
+        written) unless ``replace``: then its every row goes first, in the same transaction
+        (never while a run is live on it: ``StoreError``)."""
         ...
 
     async def read_events(

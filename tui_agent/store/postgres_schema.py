@@ -235,6 +235,69 @@ MIGRATIONS: list[str] = [
     ALTER TABLE events ADD COLUMN signal_id text;
     ALTER TABLE events ADD COLUMN message_id text;
     """,
+    # 5: full-text search over messages (as SQLite's 5): message_search holds each user and
+    #    assistant message's text (its first 100,000 characters) and its words (the 'simple'
+    #    configuration over the text's runs of letters and digits, as SQLite's tokenizer splits
+    #    it), kept current by triggers on messages, in the transaction that stores a message.
+    #    A text holding an escaped NUL (which PostgreSQL's json cannot turn into text) is
+    #    indexed as its raw JSON: no write ever fails for its index. Read by store/search.py.
+    """
+    CREATE TABLE message_search (
+        seq   bigint PRIMARY KEY,
+        body  text NOT NULL,
+        words tsvector NOT NULL
+    );
+    CREATE INDEX message_search_words ON message_search USING gin (words);
+
+    CREATE FUNCTION tui_agent_json_text(raw text, path text[]) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $$
+        SELECT CASE
+            WHEN raw IS NULL THEN NULL
+            WHEN strpos(raw, '\\u0000') > 0 THEN raw
+            ELSE (SELECT CASE json_typeof(v)
+                    WHEN 'string' THEN v #>> '{}'
+                    WHEN 'array' THEN (SELECT string_agg(p ->> 'text', ' ')
+                                       FROM json_array_elements(v) p
+                                       WHERE p ->> 'type' = 'text')
+                    ELSE NULL END
+                  FROM (SELECT raw::json #> path AS v) j)
+        END
+    $$;
+    CREATE FUNCTION tui_agent_message_text(content text, signal_id text) RETURNS text
+    LANGUAGE sql STABLE AS $$
+        SELECT left(CASE
+            WHEN signal_id IS NULL THEN tui_agent_json_text(content, '{}')
+            ELSE (SELECT tui_agent_json_text(s.data, '{contents}') FROM signals s
+                  WHERE s.id = signal_id)
+        END, 100000)
+    $$;
+    CREATE FUNCTION tui_agent_search_row(seq bigint, body text) RETURNS void
+    LANGUAGE sql AS $$
+        INSERT INTO message_search(seq, body, words)
+        SELECT seq, body,
+               to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g'))
+        WHERE body IS NOT NULL AND body <> ''
+    $$;
+    CREATE FUNCTION tui_agent_index_message() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.role IN ('user', 'assistant') THEN
+            PERFORM tui_agent_search_row(NEW.seq,
+                                         tui_agent_message_text(NEW.content, NEW.signal_id));
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION tui_agent_unindex_message() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM message_search WHERE seq = OLD.seq;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER messages_search AFTER INSERT ON messages
+        FOR EACH ROW EXECUTE FUNCTION tui_agent_index_message();
+    CREATE TRIGGER messages_unsearch AFTER DELETE ON messages
+        FOR EACH ROW EXECUTE FUNCTION tui_agent_unindex_message();
+    SELECT tui_agent_search_row(m.seq, tui_agent_message_text(m.content, m.signal_id))
+        FROM messages m WHERE m.role IN ('user', 'assistant');
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -59,6 +59,20 @@ class MessageRecord(Record):
     seq: int = 0
 
 
+class MessageHit(Record):
+    """A message a search found (``Store.search_messages``): where it is and its searchable
+    text (a signal's contents, an answer's text; at most its first 100,000 characters)."""
+
+    seq: int
+    message_id: str
+    thread_id: str
+    resource_id: str
+    thread_title: str | None = None
+    role: str
+    created_at: datetime
+    text: str
+
+
 class RunRecord(Record):
     id: str
     thread_id: str
@@ -318,3 +332,102 @@ def event_chunk(row: Sequence[Any]) -> dict[str, Any]:
     if message_content is not None:
         loaded["contents"] = loads(message_content)
     return {"type": type_, "run_id": run_id, "from": source, "payload": loaded, "seq": seq}
+
+
+# -- a thread whole, out of one store and into another (Store.export_thread / import_thread) --
+
+
+class Archived(BaseModel):
+    """A part of a :class:`ThreadArchive`: unknown fields are refused (a file that is not an
+    export is told apart from one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ArchivedMessage(Archived):
+    """A message as stored: a signal's history message keeps its reference (``signal_id``, no
+    content of its own), as the store does."""
+
+    id: str
+    role: str
+    content: Any = None
+    run_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    signal_id: str | None = None
+    created_at: datetime
+
+
+class ArchivedSignal(Archived):
+    """A signal as stored: its data (``attributes`` name its author: ``name``, ``from``) and
+    its model message (None: rendered from the data when read)."""
+
+    id: str
+    type: str
+    status: str
+    run_id: str | None = None
+    message: Any = None
+    data: Any = None
+    created_at: datetime
+    delivered_at: datetime | None = None
+
+
+class ArchivedRun(Archived):
+    id: str
+    agent_id: str | None = None
+    owner: str | None = None
+    status: str
+    finish_reason: str | None = None
+    error: str | None = None
+    scores: Any = None
+    started_at: datetime
+    ended_at: datetime | None = None
+
+
+class ArchivedLaneVersion(Archived):
+    version: int
+    mode: LaneMode
+    cache_key: str
+    value: Any = None
+    delta: Any = None
+    contents: str | None = None
+    updated_at: datetime
+
+
+class ArchivedLane(Archived):
+    """A state lane: its current version and its whole history, oldest first."""
+
+    id: str
+    version: int
+    mode: LaneMode
+    cache_key: str
+    value: Any = None
+    updated_at: datetime
+    history: list[ArchivedLaneVersion] = Field(default_factory=list[ArchivedLaneVersion])
+
+
+class ArchivedThread(Archived):
+    id: str
+    resource_id: str
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+
+
+class ArchivedNotification(NotificationRecord):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ThreadArchive(Archived):
+    """A thread whole, as one store keeps it and another takes it back: its messages in order,
+    its signals, runs, state lanes with every version, and its notification inbox. Store
+    specific numbers (row ``seq``s) are left out, so a thread imported elsewhere exports the
+    same archive."""
+
+    thread: ArchivedThread
+    messages: list[ArchivedMessage] = Field(default_factory=list[ArchivedMessage])
+    signals: list[ArchivedSignal] = Field(default_factory=list[ArchivedSignal])
+    runs: list[ArchivedRun] = Field(default_factory=list[ArchivedRun])
+    state_lanes: list[ArchivedLane] = Field(default_factory=list[ArchivedLane])
+    notifications: list[ArchivedNotification] = Field(
+        default_factory=list[ArchivedNotification])

@@ -6,6 +6,33 @@ released: add a new one at the end. Times are stored as UNIX seconds (REAL, UTC)
 
 from __future__ import annotations
 
+
+def _json_text(source: str, path: str) -> str:
+    """The text at ``path`` of JSON ``source`` (SQL): a string itself, an array's text parts
+    joined, else NULL."""
+    return f"""(CASE
+        WHEN NOT json_valid({source}) THEN NULL
+        WHEN json_type({source}, '{path}') = 'text' THEN json_extract({source}, '{path}')
+        WHEN json_type({source}, '{path}') = 'array' THEN (
+            SELECT group_concat(json_extract(p.value, '$.text'), ' ')
+            FROM json_each({source}, '{path}') p WHERE json_extract(p.value, '$.type') = 'text')
+    END)"""
+
+
+def _message_text(row: str) -> str:
+    """The searchable text of message row ``row`` (SQL): its signal's ``contents`` for the
+    history message of a signal, else its content (see :func:`_json_text`)."""
+    signal = (
+        "(SELECT COALESCE((SELECT b.data FROM signal_data b WHERE b.id = s.id), s.data) AS data"
+        f" FROM signals s WHERE s.id = {row}.signal_id)"
+    )
+    return f"""(CASE
+        WHEN {row}.signal_id IS NOT NULL THEN (
+            SELECT {_json_text("d.data", "$.contents")} FROM {signal} d)
+        ELSE {_json_text(f"{row}.content", "$")}
+    END)"""
+
+
 MIGRATIONS: list[str] = [
     # 1: threads, messages, the per-thread event log, runs and their leases, signals,
     #    state lanes, the notification inbox.
@@ -181,6 +208,32 @@ MIGRATIONS: list[str] = [
         id   TEXT PRIMARY KEY,
         data TEXT NOT NULL
     );
+    """,
+    # 5: full-text search over messages (issue 23): an FTS5 index of each user and assistant
+    #    message's text (its first 100,000 characters, see _message_text), kept current by
+    #    triggers on messages: the transaction that stores a message indexes it, and a deleted
+    #    message leaves the index. Filled here from the messages stored before. Read by
+    #    store/search.py. The prefix indexes (of 2, 3 and 4 characters) answer a short prefix
+    #    (what the app's search box holds while a word is typed) from one list instead of a
+    #    merge of every word it begins (benchmarks/bench_search.py: 100 ms → under 1 ms).
+    f"""
+    CREATE VIRTUAL TABLE message_search USING fts5(body, prefix='2 3 4');
+    CREATE TRIGGER messages_search AFTER INSERT ON messages
+        WHEN NEW.role IN ('user', 'assistant')
+    BEGIN
+        INSERT INTO message_search(rowid, body)
+            SELECT NEW.seq, body FROM (SELECT substr({_message_text("NEW")}, 1, 100000) AS body)
+            WHERE body IS NOT NULL AND body != '';
+    END;
+    CREATE TRIGGER messages_unsearch AFTER DELETE ON messages
+    BEGIN
+        DELETE FROM message_search WHERE rowid = OLD.seq;
+    END;
+    INSERT INTO message_search(rowid, body)
+        SELECT seq, body FROM (
+            SELECT m.seq AS seq, substr({_message_text("m")}, 1, 100000) AS body
+            FROM messages m WHERE m.role IN ('user', 'assistant'))
+        WHERE body IS NOT NULL AND body != '';
     """,
 ]
 

@@ -550,10 +550,15 @@ async def _enable_wal(db: aiosqlite.Connection) -> None:
 
 async def _run_script(db: aiosqlite.Connection, script: str) -> None:
     """Run a migration's statements one by one inside the open transaction
-    (``executescript`` would COMMIT first)."""
-    for statement in script.split(";"):
-        if statement.strip():
-            await db.execute(statement)
+    (``executescript`` would COMMIT first). A statement ends at the ``;`` that completes it,
+    so a trigger's body (``BEGIN …; END``) stays whole."""
+    statement = ""
+    for part in script.split(";"):
+        statement += part + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip(" \n;"):
+                await db.execute(statement)
+            statement = ""
 
 
 

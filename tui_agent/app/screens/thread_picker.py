@@ -1,12 +1,17 @@
 """Pick a thread to open: fuzzy search over title, resource and thread id, newest first, with
-message counts and whether a run is live — or start a new thread."""
+message counts and whether a run is live — or start a new thread. What is typed also searches the
+messages of every thread (the store's search index, through ``search``): threads whose messages
+hold the words are listed after the title matches, with how many and a snippet of the newest
+(tests/app/test_find.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -28,6 +33,8 @@ class ThreadChoice:
     live: bool = False
     updated_at: datetime | None = None
     new: bool = False
+    found: int = 0  # messages of the thread that hold the words typed
+    snippet: str = ""  # the newest of them, around its first match
 
     @property
     def haystack(self) -> str:
@@ -41,6 +48,29 @@ def rank(choices: list[ThreadChoice], query: str) -> list[ThreadChoice]:
     matcher = Matcher(query)
     scored = [(matcher.match(c.haystack), i, c) for i, c in enumerate(choices)]
     return [c for score, _, c in sorted(scored, key=lambda t: (-t[0], t[1])) if score > 0]
+
+
+SEARCH_DEBOUNCE_S = 0.15
+
+
+def with_messages(shown: list[ThreadChoice], choices: list[ThreadChoice],
+                  found: dict[str, list[Any]], query: str) -> list[ThreadChoice]:
+    """The title matches, then the threads whose messages hold the words (newest match
+    first), each with its count and the newest match's snippet."""
+    from tui_agent.text import search_terms, snippet
+
+    terms = search_terms(query)
+
+    def noted(choice: ThreadChoice) -> ThreadChoice:
+        hits = found.get(choice.thread_id)
+        if not hits:
+            return choice
+        return replace(choice, found=len(hits), snippet=snippet(hits[0].text, terms, 60))
+
+    listed = {c.thread_id for c in shown}
+    by_id = {c.thread_id: c for c in choices}
+    more = [by_id[t] for t in found if t in by_id and t not in listed]
+    return [noted(c) for c in shown] + [noted(c) for c in more]
 
 
 def parse_new_thread(query: str, default_resource: str) -> tuple[str, str] | None:
@@ -62,11 +92,16 @@ class ThreadPicker(ModalScreen[ThreadChoice | None]):
         Binding("up", "cursor(-1)", "Up", show=False, id="picker.up"),
     ]
 
-    def __init__(self, choices: list[ThreadChoice], default_resource: str) -> None:
+    def __init__(self, choices: list[ThreadChoice], default_resource: str, *,
+                 search: Callable[[str], Awaitable[dict[str, list[Any]]]] | None = None
+                 ) -> None:
         super().__init__()
         self.choices = choices
         self.default_resource = default_resource
+        self.search = search
         self.shown: list[ThreadChoice] = []
+        self._found: dict[str, list[Any]] = {}  # the message search of the query shown
+        self._timer: Any = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
@@ -80,10 +115,25 @@ class ThreadPicker(ModalScreen[ThreadChoice | None]):
         self.query_one(Input).focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
+        self._found = {}
         self._fill(event.value)
+        if self.search is not None:
+            if self._timer is not None:
+                self._timer.stop()
+            self._timer = self.set_timer(SEARCH_DEBOUNCE_S, lambda: self._search(event.value))
+
+    @work(exclusive=True, group="picker-search")
+    async def _search(self, query: str) -> None:
+        self._timer = None
+        if self.search is None or not query.strip():
+            return
+        found = await self.search(query)
+        if query == self.query_one(Input).value:  # still what is typed
+            self._found = found
+            self._fill(query)
 
     def _fill(self, query: str) -> None:
-        shown = rank(self.choices, query)
+        shown = with_messages(rank(self.choices, query), self.choices, self._found, query)
         new = parse_new_thread(query, self.default_resource)
         known = {(c.resource_id, c.thread_id) for c in self.choices}
         if new is not None and new not in known:  # below the matches, if there are any
@@ -116,9 +166,13 @@ def _row(choice: ThreadChoice) -> Content:
                                 f"{choice.resource_id}/{choice.thread_id}")
     live = ("● live ", "$text-success") if choice.live else ("  ", "")
     when = choice.updated_at.astimezone().strftime("%b %d %H:%M") if choice.updated_at else ""
-    return Content.assemble(
+    row = Content.assemble(
         live, (choice.title or choice.thread_id, "bold"), "  ",
         (f"{choice.resource_id}/{choice.thread_id}", "$text-muted"), "  ",
         (f"{choice.messages} {'msg' if choice.messages == 1 else 'msgs'} · {when}",
          "$text-muted"),
     )
+    if not choice.found:
+        return row
+    return Content.assemble(row, "\n    ", (f"{choice.found} found: ", "$text-accent"),
+                            (choice.snippet, "italic"))

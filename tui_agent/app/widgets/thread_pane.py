@@ -23,6 +23,7 @@ from textual.widgets import Static
 from tui_agent.app.bridge import SendRequest, ThreadFeed, run_cost
 from tui_agent.app.layout import Place
 from tui_agent.app.widgets.composer import Composer, Identity
+from tui_agent.app.widgets.find_bar import FindBar, FindClosed
 from tui_agent.app.widgets.pane_header import HeaderState, PaneHeader
 from tui_agent.app.widgets.state_panel import StatePanel
 from tui_agent.app.widgets.transcript_view import TranscriptView
@@ -69,6 +70,8 @@ class ThreadPane(Vertical):
         Binding("ctrl+y", "copy_message", "Copy answer", id="pane.copy_message"),
         Binding("ctrl+b", "copy_code", "Copy code", show=False, id="pane.copy_code"),
         Binding("f3", "toggle_state", "State", id="pane.toggle_state"),
+        Binding("ctrl+f", "find", "Find", show=False, id="pane.find"),
+        Binding("f12", "export", "Export", show=False, id="pane.export"),
     ]
 
     ALLOW_MAXIMIZE = True
@@ -127,6 +130,7 @@ class ThreadPane(Vertical):
             yield TranscriptView(self.feed.transcript, id="transcript")
             yield self.state_panel
         yield WaitingSignals(id="pane-waiting")
+        yield FindBar(self, id="pane-find")
         yield Static("", id="pane-status", markup=False)
         yield Composer(self._identity, entries=lambda: self.feed.transcript.entries,
                        id="composer")
@@ -407,6 +411,35 @@ class ThreadPane(Vertical):
         if message.following:
             self.clear_notice()
             self.schedule_sync()
+
+    # -- find and export -----------------------------------------------------------------------
+
+    def action_find(self) -> None:
+        """ctrl+f: the find bar (the thread's whole history, from the store's index)."""
+        self.query_one(FindBar).open()
+
+    def on_find_closed(self, message: FindClosed) -> None:
+        message.stop()
+        self.focus_composer()
+
+    @work(group="export")
+    async def action_export(self) -> None:
+        """f12: the thread whole as Markdown and JSON (``tui-agent export``), delivered as
+        the app delivers files: saved to the downloads folder, or downloaded by the browser
+        under ``tui-agent serve``."""
+        import io
+
+        from tui_agent.app.bridge import TuiAgentError
+
+        try:
+            texts = {fmt: await self.feed.export_text(fmt) for fmt in ("md", "json")}
+        except TuiAgentError as error:
+            self.show_notice(f"✗ export: {error}", error=True)
+            return
+        name = f"{self.resource_id}-{self.thread_id}".replace("/", "_")
+        for fmt, text in texts.items():
+            self.app.deliver_text(io.StringIO(text), save_filename=f"{name}.{fmt}")
+        self.show_notice(f"⇩ exported {name}.md and {name}.json")
 
     # -- copy ----------------------------------------------------------------------------------
 
