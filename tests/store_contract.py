@@ -155,7 +155,8 @@ class StoreContract:
         assert (await store.list_messages("other"))[0].metadata == {}
         events = await store.read_events(T, 0)
         assert [(e["type"], e["run_id"], e["from"], e["payload"]) for e in events] == [
-            ("data-superseded", None, "SYSTEM", {"message_ids": ids[:2], "by": "r2"})]
+            ("data-superseded", None, "SYSTEM",
+             {"message_ids": ids[:2], "by": "r2", "run_ids": ["r1"], "signal_ids": []})]
         assert await store.supersede_messages(T, ids, by="again") == []  # marked before
         assert len(await store.read_events(T, 0)) == 1
         store.remove_listener(T, woken)

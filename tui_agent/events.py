@@ -147,11 +147,13 @@ class SignalPayload(TypedDict):
 
 
 class SupersededPayload(TypedDict):
-    """Messages marked superseded (``Memory.supersede``): their ids, and what superseded them
-    (a retry's run id, or ``"edit"``)."""
+    """Messages marked superseded (``Memory.supersede``): their ids, what superseded them (a
+    retry's run id, or ``"edit"``), the runs that wrote them and the signals they came from."""
 
     message_ids: list[str]
     by: str
+    run_ids: list[str]
+    signal_ids: list[str]
 
 
 # -- chunks -------------------------------------------------------------------------------------

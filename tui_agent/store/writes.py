@@ -186,18 +186,26 @@ def supersede_messages(
         return []
     marks = ",".join("?" * len(message_ids))
     found: list[Row] = yield _query(
-        d, f"SELECT id, metadata FROM messages WHERE thread_id=? AND id IN ({marks})",
+        d, f"SELECT id, metadata, run_id FROM messages WHERE thread_id=? AND id IN ({marks})",
         thread_id, *message_ids,
     )
     now = time.time()
     metadata = {str(row[0]): loads(row[1]) or {} for row in found}
+    run_of = {str(row[0]): row[2] for row in found}
     marked = [m for m in message_ids if m in metadata and "superseded" not in metadata[m]]
     if not marked:
         return []
     yield Statement(d.sql("UPDATE messages SET metadata=? WHERE id=?"), [
         (dumps({**metadata[m], "superseded": {"by": by, "at": now}}), m) for m in marked
     ], many=True)
-    event = EventIn(DATA_SUPERSEDED, {"message_ids": marked, "by": by}, None, FROM_SYSTEM)
+    # A live view knows an answer by its run and a message by its signal, not by message id.
+    payload = {
+        "message_ids": marked, "by": by,
+        "run_ids": sorted({str(run_of[m]) for m in marked if run_of[m]}),
+        "signal_ids": [str(metadata[m]["signal_id"]) for m in marked
+                       if metadata[m].get("signal_id")],
+    }
+    event = EventIn(DATA_SUPERSEDED, payload, None, FROM_SYSTEM)
     yield from append(d, thread_id, "", [], [event])
     return marked
 
