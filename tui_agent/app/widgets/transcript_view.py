@@ -171,8 +171,12 @@ class TranscriptView(VerticalScroll, can_focus=True):
 
     def action_act(self, action: str) -> None:
         entry = self.selected_entry()
-        if entry is None:
-            self.select_last()
+        if entry is None:  # the focused entry (a tool call), else the newest
+            focused = getattr(self.app.focused, "entry", None)
+            if focused is not None and focused.key in self._widgets:
+                self.select(focused.key)
+            else:
+                self.select_last()
             entry = self.selected_entry()
         if entry is not None:
             self.post_message(self.Act(entry, action))
