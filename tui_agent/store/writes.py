@@ -190,7 +190,7 @@ def supersede_messages(
         thread_id, *message_ids,
     )
     now = time.time()
-    metadata = {str(row[0]): loads(row[1]) or {} for row in found}
+    metadata: dict[str, dict[str, Any]] = {str(row[0]): loads(row[1]) or {} for row in found}
     run_of = {str(row[0]): row[2] for row in found}
     marked = [m for m in message_ids if m in metadata and "superseded" not in metadata[m]]
     if not marked:
