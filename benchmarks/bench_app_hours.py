@@ -100,6 +100,7 @@ class Minute:
         self.lag: list[float] = []
         self.paint: list[float] = []
         self.cpu0, self.wall0 = time.process_time(), time.monotonic()
+        self.frames0, self.layouts0 = Frames.count, Frames.layouts
 
     def row(self, answers: int) -> dict[str, float]:
         wall = time.monotonic() - self.wall0
@@ -107,7 +108,9 @@ class Minute:
         return {"cpu": (time.process_time() - self.cpu0) / wall * 100,
                 "lag_p95": lag[int(0.95 * (len(lag) - 1))] * 1e3,
                 "paint_p95": paint[int(0.95 * (len(paint) - 1))] * 1e3,
-                "rss": rss_mib(), "answers": float(answers)}
+                "rss": rss_mib(), "answers": float(answers),
+                "fps": (Frames.count - self.frames0) / wall,
+                "layouts": (Frames.layouts - self.layouts0) / wall}
 
 
 async def soak(args: argparse.Namespace, base_url: str) -> list[dict[str, float]]:
@@ -188,7 +191,8 @@ async def soak(args: argparse.Namespace, base_url: str) -> list[dict[str, float]
                 rows.append(row)
                 print(f"  min {len(rows):3}: CPU {row['cpu']:4.0f}%, lag p95 "
                       f"{row['lag_p95']:4.0f} ms, key→paint p95 {row['paint_p95']:4.0f} ms, "
-                      f"RSS {row['rss']:6.1f} MiB, {row['answers']:.0f} answers", flush=True)
+                      f"RSS {row['rss']:6.1f} MiB, {row['answers']:.0f} answers, "
+                      f"{row['fps']:.0f} frames/s ({row['layouts']:.0f} layouts)", flush=True)
             await asyncio.wait_for(asyncio.gather(*work), 60)
             lag.cancel()
     finally:

@@ -39,10 +39,18 @@ class Frames:
 
     count = 0
     at = 0.0  # when the last one was made (monotonic)
+    layouts = 0  # how many of the screen's updates arranged every widget anew (a reflow)
 
     @classmethod
     def install(cls) -> None:
+        from textual._compositor import Compositor
+
         original = App._display
+        reflow = Compositor.reflow
+
+        def counted_reflow(self: Compositor, parent: Any, size: Any) -> Any:
+            cls.layouts += 1
+            return reflow(self, parent, size)
 
         def display(self: App[Any], screen: Any, renderable: Any) -> None:
             if renderable is not None:
@@ -51,6 +59,7 @@ class Frames:
             original(self, screen, renderable)
 
         App._display = display  # type: ignore[method-assign]
+        Compositor.reflow = counted_reflow  # type: ignore[method-assign]
 
 
 async def measure(app: App[Any], seconds: float) -> dict[str, Any]:

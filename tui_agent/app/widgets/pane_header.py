@@ -3,6 +3,7 @@ elapsed time) and tokens."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -54,17 +55,22 @@ class PaneHeader(Static):
         self._shown: Content | None = None
 
     def on_mount(self) -> None:
-        self.set_interval(1.0, self._tick)  # the elapsed time of a running run
+        self._tick()
         self.show()
 
     def _tick(self) -> None:
+        """The elapsed time of a running run, redrawn on each whole second of the monotonic
+        clock: every pane's header changes in the same frame as the others (and as the
+        panes' syncs, whose grid the whole seconds are on), not each on a phase of its own."""
         if self.state.state == "running":
             self.show()
+        now = time.monotonic()
+        self.set_timer(math.floor(now) + 1.0 - now + 0.001, self._tick)
 
     def show(self) -> None:
         """Repaint when the header's text changed (a pane syncs many times a second while it
-        streams; the header changes about once a second)."""
-        content = render_header(self.state, time.monotonic())
+        streams; the header changes about once a second, on a whole second)."""
+        content = render_header(self.state, math.floor(time.monotonic()))
         if content != self._shown:
             self._shown = content
             self.update(content)
@@ -73,7 +79,7 @@ class PaneHeader(Static):
 def render_header(state: HeaderState, now: float) -> Content:
     label, style = STATE_STYLES.get(state.state, (state.state, ""))
     if state.state == "running" and state.started_at is not None:
-        label += f" {now - state.started_at:.0f}s"
+        label += f" {max(0.0, now - state.started_at):.0f}s"
     tokens = (f"last run {_count(state.run_tokens)} tok{_cost(state.cost)} · "
               f"thread {_count(state.thread_tokens)}{_cost(state.thread_cost)}")
     heading: list[str | tuple[str, str]] = [(state.title, "bold"), " "] if state.title else []

@@ -8,6 +8,7 @@ others — and not at all while the pane is hidden or scrolled up (it buffers an
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, ClassVar
 
@@ -29,9 +30,21 @@ from tui_agent.app.widgets.state_panel import StatePanel
 from tui_agent.app.widgets.transcript_view import TranscriptView
 from tui_agent.app.widgets.waiting_signals import WaitingSignals
 
-FOCUSED_HZ = 20.0
-BACKGROUND_HZ = 4.0
+FOCUSED_HZ = 12.0
+BACKGROUND_HZ = 2.0
+SYNC_GRID_S = 1.0 / 12  # every pane's syncs land on this app-wide grid (``until_sync_tick``)
 NOTICE_S = 4.0  # how long a route or error line stays
+
+
+def until_sync_tick(delay: float, now: float | None = None) -> float:
+    """Seconds from ``now`` to the first tick of the app-wide ``SYNC_GRID_S`` grid at least
+    ``delay`` away. Every pane syncs on the same grid, so the panes that stream at once change
+    the screen in the same frame: one layout and one repaint a tick for all of them, not one
+    per pane (tests/app/test_sync_grid.py::test_panes_sync_on_one_grid)."""
+    now = time.monotonic() if now is None else now
+    tick = SYNC_GRID_S
+    ticks = math.ceil((now + max(delay, 0.001)) / tick - 1e-6)  # 1e-6: float error on a tick
+    return max(0.001, ticks * tick - now)
 
 
 class ThreadPane(PaneActions):
@@ -162,7 +175,7 @@ class ThreadPane(PaneActions):
         """Sync the widgets soon: at most FOCUSED_HZ (or BACKGROUND_HZ) times a second, or at
         once when ``urgent`` (a run ended: its last words and status show without waiting)."""
         hz = FOCUSED_HZ if self.focused else BACKGROUND_HZ
-        wait = max(0.005, 1.0 / hz - (time.monotonic() - self._last_sync))
+        wait = until_sync_tick(1.0 / hz - (time.monotonic() - self._last_sync))
         if urgent and self._sync_timer is not None:
             self._sync_timer.stop()
             self._sync_timer = None
@@ -345,6 +358,8 @@ class ThreadPane(PaneActions):
     async def action_toggle_attach(self) -> None:
         if self.feed.attached:
             self.feed.detach()
+            self.header_state.state = "detached"  # at once, also before the first sync
+            self.query_one(PaneHeader).show()
             key = self.key_for("pane.detach")
             self.show_notice(f"⊘ detached: the run goes on; {key} to watch again", sticky=True)
         else:
