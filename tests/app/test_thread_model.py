@@ -42,6 +42,7 @@ def app_on(agent: Any, models: list[str] | None = None) -> TuiAgentApp:
 def test_the_picker_lists_the_local_model_first_then_each_model_once() -> None:
     assert model_choices(["openai/gpt-4o-mini", "local/smollm2"], "anthropic/x", "openai/"
                          "gpt-4o-mini") == ["local/smollm2", "openai/gpt-4o-mini", "anthropic/x"]
+    assert model_choices("openai/a → local/smollm2", "scripted") == ["local/smollm2"]
 
 
 async def test_a_missing_key_is_no_reason_not_to_start(agents: AgentFactory,

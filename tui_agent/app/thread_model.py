@@ -24,7 +24,8 @@ def model_choices(*models: Iterable[str] | str) -> list[str]:
     seen: list[str] = [LOCAL_MODEL]
     for group in models:
         for model in [group] if isinstance(group, str) else group:
-            if model and model not in seen:
+            # a label such as "a → b" (a fallback list) is not one model string
+            if model and model not in seen and check_model_string(model) is None:
                 seen.append(model)
     return seen
 
@@ -35,7 +36,7 @@ def check_model_string(model: str) -> str | None:
     from tui_agent.models.resolve import validate_model_spec
 
     text = model.strip()
-    if "/" not in text or text.startswith("/") or text.endswith("/"):
+    if "/" not in text or text.startswith("/") or text.endswith("/") or " " in text:
         return f"{text or 'an empty string'} is not a model string: write provider/model, " \
                "e.g. openai/gpt-4o-mini"
     try:
