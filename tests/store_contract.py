@@ -195,6 +195,31 @@ class StoreContract:
         assert await store.thread_activity() == {T: (2, False), "busy": (0, True)}
         assert await store.thread_usage(T) == {"input_tokens": 20, "output_tokens": 6}
 
+    async def test_superseded_messages_are_marked_once_and_logged(self, store: Store) -> None:
+        await store.ensure_thread(T, R)
+        await store.ensure_thread("other", R)
+        rows = [MessageIn("user", "q"), MessageIn("assistant", "a1", "r1", metadata={"k": 1}),
+                MessageIn("tool", "t1", "r1")]
+        await store.append(T, R, messages=rows)
+        foreign = MessageIn("assistant", "elsewhere")
+        await store.append("other", R, messages=[foreign])
+        woken = store.add_listener(T)
+        ids = [rows[1].id, rows[2].id, foreign.id, "unknown"]
+        assert await store.supersede_messages(T, ids, by="r2") == ids[:2]
+        assert woken.is_set()
+        stored = {m.id: m.metadata for m in await store.list_messages(T)}
+        assert stored[rows[0].id] == {}
+        assert stored[rows[1].id]["k"] == 1 and stored[rows[1].id]["superseded"]["by"] == "r2"
+        assert isinstance(stored[rows[2].id]["superseded"]["at"], float)
+        assert (await store.list_messages("other"))[0].metadata == {}
+        events = await store.read_events(T, 0)
+        assert [(e["type"], e["run_id"], e["from"], e["payload"]) for e in events] == [
+            ("data-superseded", None, "SYSTEM",
+             {"message_ids": ids[:2], "by": "r2", "run_ids": ["r1"], "signal_ids": []})]
+        assert await store.supersede_messages(T, ids, by="again") == []  # marked before
+        assert len(await store.read_events(T, 0)) == 1
+        store.remove_listener(T, woken)
+
     # -- runs and leases ------------------------------------------------------------------------
 
     async def test_one_live_run_per_thread_and_finishing_releases_it(self, store: Store) -> None:

@@ -23,7 +23,7 @@ _ERRORS = (
 _EVENTS = (
     "Chunk", "ChunkType", "StartChunk", "StepStartChunk", "TextDeltaChunk", "ToolCallChunk",
     "ToolResultChunk", "StepFinishChunk", "FinishChunk", "AbortChunk", "ErrorChunk",
-    "InterruptedChunk", "EchoChunk", "is_end",
+    "InterruptedChunk", "EchoChunk", "SupersededChunk", "is_end",
 )
 # public name → the module that defines it
 _EXPORTS: dict[str, str] = {
@@ -47,9 +47,9 @@ __all__ = [  # every name of _EXPORTS (tests/test_import.py)
     "MissingCredentialError", "ModelCallError", "ModelNotInstalledError", "PostgresStore",
     "ProcessorError", "RequestContext", "RequestContextError", "RunFailedError", "ScriptedModel",
     "SignalError", "SqliteStore", "StartChunk", "StepFinishChunk", "StepStartChunk", "Store",
-    "StoreCorruptError", "StoreError", "StoreFullError", "TextDeltaChunk", "ThreadBusyError",
-    "Tool", "ToolCallChunk", "ToolDefinitionError", "ToolResultChunk", "TuiAgentError",
-    "UnknownProviderError", "__version__", "create_tool", "is_end", "open_store",
+    "StoreCorruptError", "StoreError", "StoreFullError", "SupersededChunk", "TextDeltaChunk",
+    "ThreadBusyError", "Tool", "ToolCallChunk", "ToolDefinitionError", "ToolResultChunk",
+    "TuiAgentError", "UnknownProviderError", "__version__", "create_tool", "is_end", "open_store",
 ]
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         StartChunk,
         StepFinishChunk,
         StepStartChunk,
+        SupersededChunk,
         TextDeltaChunk,
         ToolCallChunk,
         ToolResultChunk,

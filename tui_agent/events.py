@@ -26,12 +26,15 @@ ABORT: Final = "abort"
 INTERRUPTED: Final = "interrupted"  # written by the store: the run's owner died (lease expired)
 DATA_USER_MESSAGE: Final = "data-user-message"  # the echo of a user signal
 DATA_SIGNAL: Final = "data-signal"  # the echo of any other signal
+# Written by the store: messages of the thread were marked superseded (a retried answer, an
+# edited message); they stay in its history, and no model sees them again.
+DATA_SUPERSEDED: Final = "data-superseded"
 
 EndType: TypeAlias = Literal["finish", "abort", "error", "interrupted"]
 EchoType: TypeAlias = Literal["data-user-message", "data-signal"]
 ChunkType: TypeAlias = Literal[
     "start", "step-start", "text-delta", "tool-call", "tool-result", "step-finish",
-    EndType, EchoType,
+    EndType, EchoType, "data-superseded",
 ]
 
 END_TYPES: Final[frozenset[str]] = frozenset(get_args(EndType))
@@ -143,6 +146,16 @@ class SignalPayload(TypedDict):
     created_at: NotRequired[str]
 
 
+class SupersededPayload(TypedDict):
+    """Messages marked superseded (``Memory.supersede``): their ids, what superseded them (a
+    retry's run id, or ``"edit"``), the runs that wrote them and the signals they came from."""
+
+    message_ids: list[str]
+    by: str
+    run_ids: list[str]
+    signal_ids: list[str]
+
+
 # -- chunks -------------------------------------------------------------------------------------
 
 # ``from`` is a keyword: the shared keys take the functional form. ``seq`` is the event log's
@@ -202,6 +215,11 @@ class InterruptedChunk(_ChunkBase):
     payload: InterruptedPayload
 
 
+class SupersededChunk(_ChunkBase):
+    type: Literal["data-superseded"]
+    payload: SupersededPayload
+
+
 class EchoChunk(_ChunkBase):
     type: EchoType
     payload: SignalPayload
@@ -210,6 +228,7 @@ class EchoChunk(_ChunkBase):
 Chunk: TypeAlias = (
     StartChunk | StepStartChunk | TextDeltaChunk | ToolCallChunk | ToolResultChunk
     | StepFinishChunk | FinishChunk | AbortChunk | ErrorChunk | InterruptedChunk | EchoChunk
+    | SupersededChunk
 )
 """Any chunk of a stream or a thread's log."""
 

@@ -7,6 +7,7 @@ the state lanes and the notification inbox (mixins) are all read back from the s
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from tui_agent.errors import ConfigError, StoreError
@@ -21,7 +22,16 @@ from tui_agent.store.records import MessageHit, MessageIn, MessageRecord, Thread
 from tui_agent.store.url import open_store
 
 DEFAULT_LEASE_TTL_S = 15.0
+EXCHANGE_WINDOW = 200  # messages read back to find the thread's last exchange
 VALID_ROLES = {"user", "assistant", "tool", "system"}
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """A thread's last user message (None: there is none) and the answer to it so far."""
+
+    user: MessageRecord | None
+    answer: list[MessageRecord]
 
 
 def _as_store(store: Store | str | os.PathLike[str] | None) -> Store:
@@ -130,6 +140,45 @@ class Memory(StateLanesMixin, InboxMixin):
         (``Store.search_messages``)."""
         limit = check_limit(limit, "limit")
         return await self.store.search_messages(query, thread_id=thread_id, limit=limit)
+    async def supersede(self, thread_id: str, message_ids: list[str], *, by: str) -> list[str]:
+        """Mark messages superseded (a retried answer, an edited message): they stay in the
+        thread's history (``metadata["superseded"]``), no model is given them again, and every
+        subscriber gets a ``data-superseded`` event. Returns the ids marked
+        (tests/test_supersede.py)."""
+        check_text(by, "by")
+        return await self.store.supersede_messages(thread_id, list(message_ids), by=by)
+
+    async def last_exchange(self, thread_id: str) -> Exchange:
+        """The thread's last user message still in force and what answered it (the assistant
+        and tool messages after it, not superseded), read from the newest ``EXCHANGE_WINDOW``
+        messages."""
+        records = await self.store.list_messages(thread_id, limit=EXCHANGE_WINDOW)
+        live = [r for r in records if "superseded" not in r.metadata]
+        for index in range(len(live) - 1, -1, -1):
+            if live[index].role == "user":
+                return Exchange(live[index], live[index + 1:])
+        return Exchange(None, [r for r in live if r.role in ("assistant", "tool")])
+
+    async def thread_model(self, thread_id: str) -> str | None:
+        """The model chosen for the thread (its metadata's ``model``), or None: the agent's."""
+        thread = await self.store.get_thread(thread_id)
+        model = thread.metadata.get("model") if thread is not None else None
+        return model if isinstance(model, str) and model else None
+
+    async def set_thread_model(
+        self, thread_id: str, model: str | None, *, resource_id: str
+    ) -> ThreadRecord:
+        """Keep ``model`` (a router string) with the thread, for every run on it from any
+        process (None: back to the agent's own). The thread is created if need be."""
+        if model is not None:
+            from tui_agent.models.resolve import validate_model_spec
+
+            validate_model_spec(model)
+        thread = await self.create_thread(thread_id, resource_id=resource_id)
+        metadata = {k: v for k, v in thread.metadata.items() if k != "model"}
+        if model is not None:
+            metadata["model"] = model
+        return await self.store.update_thread(thread_id, metadata=metadata)
 
     async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
         """Signals accepted on the thread that no run has taken yet (``status`` pending:
@@ -195,10 +244,13 @@ class Memory(StateLanesMixin, InboxMixin):
 
 
 def to_model_messages(records: list[MessageRecord]) -> list[dict[str, Any]]:
-    """Stored messages → OpenAI-style messages. A window that starts inside a tool exchange
-    drops the orphan tool results (a provider rejects a tool result without its call)."""
+    """Stored messages → OpenAI-style messages. Superseded ones are left out. A window that
+    starts inside a tool exchange drops the orphan tool results (a provider rejects a tool
+    result without its call)."""
     messages: list[dict[str, Any]] = []
     for record in records:
+        if "superseded" in record.metadata:
+            continue  # a retried answer, an edited message: history, not context
         if record.role == "tool":
             if not messages:
                 continue

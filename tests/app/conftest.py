@@ -17,9 +17,11 @@ from tui_agent.testing import ScriptedModel
 
 @pytest.fixture(autouse=True)
 def _app_config_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Themes and the remembered theme live under tmp_path, never in the user's home."""
+    """Themes and the remembered theme live under tmp_path, never in the user's home (and so
+    do crash files and copies a terminal refused, ``XDG_STATE_HOME``)."""
     config = tmp_path / "config"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     return config / "tui-agent"
 
 

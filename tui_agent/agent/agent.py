@@ -187,6 +187,27 @@ class Agent:
             await self._take_thread(run_options, plan.memory)
         return self.runtime.launch(plan)
 
+    async def retry(self, *, resource_id: str, thread_id: str, **options: Any) -> AgentOutput:
+        """A new run on the thread's last input: the answer to its last user message is kept
+        in the history, marked superseded by the new run (``Memory.supersede``), and the new
+        run's model is given the history without it. ``ThreadBusyError`` while a run is live;
+        ``ConfigError`` for a thread with no user message (tests/test_supersede.py)."""
+        if self.memory is None:
+            raise ConfigError("retry needs memory: Agent(memory=Memory(...))")
+        exchange = await self.memory.last_exchange(thread_id)
+        if exchange.user is None:
+            raise ConfigError(f"thread {thread_id!r} has no message to answer again")
+        defaults = await self.resolve_default_options(options.get("request_context"))
+        memory = {"resource": resource_id, "thread": thread_id}
+        run_options = parse_run_options({**options, "memory": memory}, defaults, self.hooks)
+        plan = await self._plan(run_options, [])
+        await self._take_thread(run_options, plan.memory)
+        # Marked once the lease is ours (no other run can answer in between), before the run
+        # reads its history.
+        await self.memory.supersede(thread_id, [m.id for m in exchange.answer],
+                                    by=run_options.run_id)
+        return self.runtime.launch(plan)
+
     async def resolve_default_options(self, request_context: Any) -> dict[str, Any]:
         """``default_options``, called with the request context when it is a function."""
         return await _per_run(
@@ -240,7 +261,7 @@ class Agent:
             raise ConfigError(
                 "memory option given but the agent has no memory: Agent(memory=Memory(...))"
             )
-        model = await self._resolve_model(context)
+        model = await self._resolve_model(context, await _thread_model(memory, options))
         edits = await self._stored_overrides(memory)  # the editor's, stored per agent
         instructions = edits.get("instructions", self.instructions)
         if options.instructions is not None:  # the call's own wins
@@ -258,8 +279,11 @@ class Agent:
         plan.scorers = await _per_run(self.scorers, context, _check_scorers)
         return plan
 
-    async def _resolve_model(self, context: RequestContext) -> LanguageModel:
-        spec = self.model
+    async def _resolve_model(
+        self, context: RequestContext, chosen: str | None = None
+    ) -> LanguageModel:
+        """The thread's chosen model (``chosen``, kept with the thread) or the agent's."""
+        spec = self.model if chosen is None else chosen
         if callable(spec) and not hasattr(spec, "stream"):
             spec = await maybe_await(spec(context))
             validate_model_spec(spec)
@@ -543,6 +567,17 @@ _NOT_APPLICABLE = {
     "generate_legacy": _LEGACY.format("generate_legacy()", "generate()"),
     "stream_legacy": _LEGACY.format("stream_legacy()", "stream()"),
 }
+
+
+async def _thread_model(memory: Memory | None, options: RunOptions) -> str | None:
+    """The model kept with the run's thread (``Memory.set_thread_model``), if one is."""
+    read = getattr(memory, "thread_model", None)  # a memory-like object may not keep one
+    if read is None or options.memory is None:
+        return None
+    chosen = await read(options.memory.thread_id)
+    if chosen is not None:
+        validate_model_spec(chosen)
+    return chosen
 
 
 def _refuse_unsupported(**given: Any) -> None:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # loaded after the first paint: the panes and the sidebar imp
     from tui_agent.app.screens.thread_picker import ThreadChoice
     from tui_agent.app.widgets.composer import Identity
     from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
+    from tui_agent.app.widgets.pane_actions import PaneActions
     from tui_agent.app.widgets.thread_pane import PaneFocused, ThreadPane
 
 
@@ -46,18 +47,22 @@ def binding_scopes() -> dict[str, list[Any]]:
     """Every binding with an id, grouped by what is live at the same time."""
     from tui_agent.app.screens.confirm import ConfirmScreen
     from tui_agent.app.screens.help import HelpScreen
+    from tui_agent.app.screens.model_picker import ModelPicker
     from tui_agent.app.screens.thread_picker import ThreadPicker
     from tui_agent.app.widgets.composer import Composer
     from tui_agent.app.widgets.inbox_list import InboxList
     from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
+    from tui_agent.app.widgets.pane_actions import PaneActions
     from tui_agent.app.widgets.state_panel import StatePanel
     from tui_agent.app.widgets.thread_pane import ThreadPane
     from tui_agent.app.widgets.tool_call import ToolCall
+    from tui_agent.app.widgets.transcript_view import TranscriptView
 
     return {
-        "main": [*TuiAgentApp.BINDINGS, *ThreadPane.BINDINGS, *Composer.BINDINGS,
-                 *ToolCall.BINDINGS],
+        "main": [*TuiAgentApp.BINDINGS, *ThreadPane.BINDINGS, *PaneActions.BINDINGS,
+                 *Composer.BINDINGS, *ToolCall.BINDINGS, *TranscriptView.BINDINGS],
         "picker": list(ThreadPicker.BINDINGS),
+        "model": list(ModelPicker.BINDINGS),
         "confirm": list(ConfirmScreen.BINDINGS),
         "help": list(HelpScreen.BINDINGS),
         "inbox": [*InboxSidebar.BINDINGS, *InboxList.BINDINGS],
@@ -84,6 +89,7 @@ class AppConfig:
     show_inbox: bool = False  # the inbox sidebar, where there is room (settings: show_inbox)
     show_state: bool = False  # the focused pane's state panel, where there is room
     remember: Callable[[str, bool], object] | None = None  # keeps a toggle's choice (settings)
+    models: list[str] = field(default_factory=list)  # the settings' model strings (the picker)
 
 
 class TuiAgentApp(App[int]):
@@ -510,6 +516,26 @@ class TuiAgentApp(App[int]):
             for t, activity in await thread_listing(self.config.agent)
         ]
 
+    # -- the model of a thread ------------------------------------------------------------------
+
+    @work(group="model-picker", exclusive=True)
+    async def on_pane_actions_model_pick_requested(
+        self, message: PaneActions.ModelPickRequested
+    ) -> None:
+        """The picker (the local model, the settings' models, any string typed), then the
+        pane keeps the choice with its thread."""
+        from tui_agent.app.screens.model_picker import ModelPicker
+        from tui_agent.app.thread_model import check_model_string, model_choices
+
+        pane = message.pane
+        current = pane.thread_model
+        choices = model_choices(self.config.models, pane.agent_model, current)
+        picker = ModelPicker(f"{pane.feed.resource_id}/{pane.feed.thread_id}", current,
+                             choices, check_model_string)
+        choice = await self.push_screen_wait(picker)
+        if choice is not None and choice != current:
+            pane.choose_model(choice)
+
     # -- abort ---------------------------------------------------------------------------------
 
     @work(group="confirm")
@@ -565,10 +591,20 @@ class TuiAgentApp(App[int]):
                                 pane.action_abort)
             yield SystemCommand("Detach / attach", "Stop or resume watching this thread "
                                 "(ctrl+g)", pane.action_toggle_attach)
-            yield SystemCommand("Copy answer", "Copy the last answer's Markdown (ctrl+y)",
-                                pane.action_copy_message)
-            yield SystemCommand("Copy code block", "Copy the last answer's last code block "
-                                "(ctrl+b)", pane.action_copy_code)
+            yield SystemCommand("Copy answer", "Copy the last answer's Markdown, or the "
+                                "selected message (ctrl+y)", pane.action_copy_message)
+            yield SystemCommand("Copy code block", "Copy the answer's code blocks, one each "
+                                "time (ctrl+b)", pane.action_copy_code)
+            yield SystemCommand("Select a message", "Move through the messages with up/down; "
+                                "c copy, b code, q quote, r retry, e edit (ctrl+up)",
+                                pane.action_select_message)
+            yield SystemCommand("Retry the last answer", "A new run on the same input; the "
+                                "old answer stays, superseded (f9)", pane.action_retry)
+            yield SystemCommand("Edit and resend my last message", "Your last message into "
+                                "the composer; sending replaces it (f4)", pane.action_edit_last)
+            yield SystemCommand("Model of this thread…", "Pick the thread's model: local, the "
+                                "settings', or any litellm string (ctrl+l)",
+                                pane.action_pick_model)
             yield SystemCommand("Toggle state panel", "Show or hide the thread's state lanes "
                                 "(f3)", pane.action_toggle_state)
             yield SystemCommand("Toggle queue mode", "Send now or queue after the live run "

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 from textual.message import Message
 from textual.message_pump import MessagePump
 
+from tui_agent.app.thread_model import run_cost
 from tui_agent.app.transcript import Transcript
 from tui_agent.errors import ConfigError, TuiAgentError
 from tui_agent.events import DATA_SIGNAL, DATA_USER_MESSAGE, END_TYPES, START, STEP_FINISH
@@ -89,7 +89,9 @@ class ThreadFeed:
         self.attached = False
         self.has_older = False
         self.title: str | None = None
+        self.model: str | None = None  # the model kept with the thread (None: the agent's)
         self.thread_tokens = 0
+        self.thread_usage = (0, 0)  # input and output tokens of the thread's ended runs
         self.waiting: list[dict[str, Any]] = []  # accepted signals no run has taken yet
         self.state_events = 0  # state-lane changes read from the stream since start()
         self._target = target
@@ -113,7 +115,8 @@ class ThreadFeed:
         await self._read_title()
         records = await memory.list_messages(self.thread_id, limit=FIRST_PAGE)
         self.has_older = len(records) == FIRST_PAGE
-        self.thread_tokens = await _thread_tokens(memory, self.thread_id)
+        self.thread_usage = await _thread_usage(memory, self.thread_id)
+        self.thread_tokens = sum(self.thread_usage)
         self.transcript.load_history(records)
         self.attached = True
         loop = asyncio.get_running_loop()
@@ -122,8 +125,11 @@ class ThreadFeed:
         self._changed()
 
     async def _read_title(self) -> None:
+        """The thread's title and its chosen model (both may change from any terminal)."""
         thread = await self.agent.memory.get_thread(self.thread_id)
         self.title = thread.title if thread else None
+        model = thread.metadata.get("model") if thread else None
+        self.model = model if isinstance(model, str) and model else None
 
     async def _read(self) -> None:
         try:
@@ -132,13 +138,15 @@ class ThreadFeed:
                 self._taken(event)
                 self._waiting_wake.set()
                 self._state_event(event)
-                if event.get("type") == START and not self.title:
-                    await self._read_title()  # the thread may have been created since
+                if event.get("type") == START:
+                    await self._read_title()  # created, or its model chosen, since
                 if event.get("type") in END_TYPES:
                     usage = (event.get("payload") or {}).get("usage") or {}
-                    self.thread_tokens += int(usage.get("input_tokens") or 0) + int(
-                        usage.get("output_tokens") or 0
-                    )
+                    taken = int(usage.get("input_tokens") or 0), int(
+                        usage.get("output_tokens") or 0)
+                    self.thread_usage = (self.thread_usage[0] + taken[0],
+                                         self.thread_usage[1] + taken[1])
+                    self.thread_tokens += sum(taken)
                 self._changed(urgent=event.get("type") in URGENT_TYPES)
         except asyncio.CancelledError:
             raise
@@ -243,6 +251,34 @@ class ThreadFeed:
         await self.refresh_waiting()
         return route
 
+    async def retry(self) -> str:
+        """Answer the thread's last message again (``Agent.retry``; the old answer stays,
+        marked superseded). The new run's id; ``TuiAgentError`` if the thread is busy."""
+        output = await self.agent.retry(resource_id=self.resource_id, thread_id=self.thread_id)
+        return str(output.run_id)
+
+    async def resend_edited(self, signal_id: str | None, message_id: str | None,
+                            request: SendRequest) -> str:
+        """Supersede the thread's last message (the one shown with ``signal_id`` or
+        ``message_id``) and its answer, then send ``request`` in its place. Refused, with
+        nothing changed, if a run is live or another message came after it meanwhile."""
+        if self.active_run_id() is not None:
+            raise ConfigError("a run is live: abort it first (escape), then edit")
+        exchange = await self.agent.memory.last_exchange(self.thread_id)
+        user = exchange.user
+        if user is None or not (user.id == message_id or (
+                signal_id is not None and user.metadata.get("signal_id") == signal_id)):
+            raise ConfigError("a newer message came in meanwhile: nothing was edited")
+        ids = [user.id, *(m.id for m in exchange.answer)]
+        await self.agent.memory.supersede(self.thread_id, ids, by="edit")
+        return await self.send(request)
+
+    async def set_model(self, model: str | None) -> None:
+        """Keep ``model`` with the thread (None: the agent's own), for every terminal."""
+        await self.agent.memory.set_thread_model(self.thread_id, model,
+                                                 resource_id=self.resource_id)
+        self.model = model
+
     async def state_lanes(self) -> list[Any]:
         """The thread's state lanes as stored now (``id, version, mode, value, updated_at``)."""
         return list(await self.agent.memory.list_state_lanes(self.thread_id))
@@ -291,27 +327,12 @@ def route_label(decision: dict[str, Any], *, queued: bool = False) -> str:
     return f"{action} →{short}" if short else str(action)
 
 
-async def _thread_tokens(memory: Any, thread_id: str) -> int:
+async def _thread_usage(memory: Any, thread_id: str) -> tuple[int, int]:
     usage = getattr(memory, "thread_usage", None)
     if usage is None:
-        return 0
+        return 0, 0
     totals = await usage(thread_id)
-    return int(totals.get("input_tokens", 0)) + int(totals.get("output_tokens", 0))
-
-
-def run_cost(model: str, input_tokens: int, output_tokens: int) -> float | None:
-    """The run's cost in USD where litellm's bundled cost map knows the model, else None.
-    Never imports litellm for this: it is read only once the background load has it."""
-    litellm = sys.modules.get("litellm")
-    if litellm is None or model.startswith("local/") or not (input_tokens or output_tokens):
-        return None
-    try:
-        prompt, completion = litellm.cost_per_token(
-            model=model, prompt_tokens=input_tokens, completion_tokens=output_tokens
-        )
-    except Exception:  # a model the map does not know
-        return None
-    return float(prompt + completion)
+    return int(totals.get("input_tokens", 0)), int(totals.get("output_tokens", 0))
 
 
 def _one_line(error: BaseException) -> str:

@@ -19,9 +19,9 @@ COMPOSER_KEYS = frozenset({
     "ctrl+u", "ctrl+k", "ctrl+shift+k", "ctrl+x", "ctrl+c", "ctrl+v", "ctrl+z", "f7",
     "super+backspace", "super+c", "super+x", "super+y", "super+z",
 })
-# Bindings of a widget that has the focus when they fire: the composer's and a tool call's are
-# never live at once, so they do not clash.
-FOCUS_SCOPES = ("composer.", "tool.")
+# Bindings of a widget that has the focus when they fire: the composer's, a tool call's and the
+# transcript's (message actions) are never live at once with the composer's, so they do not clash.
+FOCUS_SCOPES = ("composer.", "tool.", "transcript.")
 
 
 def binding_ids(scopes: Mapping[str, Iterable[object]]) -> dict[str, tuple[str, str]]:

@@ -43,8 +43,13 @@ def build_config(args: argparse.Namespace, agent: Any) -> Any:
         warm_model=not args.no_warm, demo=args.demo,
         keymap=dict(args.settings.keymap), theme=args.settings.theme,
         show_inbox=args.settings.show_inbox, show_state=args.settings.show_state,
-        remember=remember_setting,
+        remember=remember_setting, models=settings_models(args.settings),
     )
+
+
+def settings_models(settings: Any) -> list[str]:
+    """The model strings of the settings file (its ``model``, each agent's): the picker's."""
+    return [settings.model, *(agent.model for agent in settings.agents)]
 
 
 async def run_app(args: argparse.Namespace) -> int:
@@ -55,14 +60,17 @@ async def run_app(args: argparse.Namespace) -> int:
     built: list[Any] = []
 
     async def boot() -> Any:
-        from tui_agent.startup.agents import build_agent, check_model
+        from tui_agent.startup.agents import build_agent, missing_credential
         from tui_agent.startup.args import settle
 
         await asyncio.to_thread(settle, args)  # the settings: flags > env > file
         agent = await asyncio.to_thread(build_agent, args)  # the core's imports, off the loop
         built.append(agent)
-        await check_model(agent, warm=False)  # a missing key or runtime: one line, exit 2
+        # A missing runtime: one line, exit 2. A missing key is no reason not to start: the
+        # pane names the variable and offers the local model (tests/app/test_thread_model.py).
+        missing_key = await missing_credential(agent)
         config = build_config(args, agent)
+        config.warm_model = config.warm_model and missing_key is None
         settle_garbage_collector()  # the core's modules are in now
         return config
 

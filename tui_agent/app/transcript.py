@@ -42,6 +42,7 @@ class Entry:
     args: Any = None  # tool arguments
     result: Any = None  # tool result
     signal_id: str | None = None
+    superseded: str = ""  # what superseded it: a retry's run id, or "edit" ("": in force)
 
 
 @dataclass
@@ -141,7 +142,8 @@ class Transcript:
 
     def _from_record(self, record: Any) -> list[Entry]:
         meta = record.metadata or {}
-        base = {"run_id": record.run_id, "message_id": record.id}
+        base = {"run_id": record.run_id, "message_id": record.id,
+                "superseded": str((meta.get("superseded") or {}).get("by") or "")}
         if record.role == "user":
             signal = meta.get("signal") or {"type": "user", "contents": record.content}
             entry = self._signal_entry(signal, **base)
@@ -245,6 +247,25 @@ class Transcript:
         self._end_run(run_id, "interrupted", "interrupted", payload)
         self._add(self._new("marker", run_id=run_id, status="interrupted",
                             text="interrupted: the process running it stopped"))
+
+    def _on_data_superseded(self, run_id: str | None,
+                            payload: events.SupersededPayload) -> None:
+        """Messages marked superseded (a retry, an edit, from any process): known by message
+        id when they came from history; shown live, an answer by its run, a message by its
+        signal."""
+        ids = set(payload.get("message_ids") or ())
+        runs = set(payload.get("run_ids") or ())
+        signals = set(payload.get("signal_ids") or ())
+        by = str(payload.get("by") or "edit")
+        for entry in self.entries:
+            if entry.superseded:
+                continue
+            live_answer = (entry.message_id is None and entry.kind in ("assistant", "tool")
+                           and entry.run_id in runs)
+            if entry.message_id in ids or live_answer or (
+                    entry.signal_id is not None and entry.signal_id in signals):
+                entry.superseded = by
+                self._touch(entry)
 
     def _on_data_user_message(self, run_id: str | None, payload: events.SignalPayload) -> None:
         self._on_data_signal(run_id, payload)

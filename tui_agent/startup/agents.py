@@ -244,6 +244,18 @@ async def check_model(agent: Any, *, warm: bool) -> None:
         await asyncio.gather(ensure(), _preload_litellm(model))
 
 
+async def missing_credential(agent: Any) -> Exception | None:
+    """:func:`check_model` without loading, except that a missing credential is returned, not
+    raised: the app starts without any key (its pane names the variable)."""
+    from tui_agent.errors import MissingCredentialError
+
+    try:
+        await check_model(agent, warm=False)
+    except MissingCredentialError as error:
+        return error
+    return None
+
+
 async def _preload_litellm(model: Any) -> None:
     """Import litellm (seconds, in a thread) while the model loads rather than when it is first
     needed: for a model on litellm's path, or for the cost map the app reads for a provider's

@@ -58,6 +58,7 @@ class ComposedStore:
     update_thread = Door("log_writes", LogWrites.update_thread)
     append = Door("log_writes", LogWrites.append)
     append_events = Door("log_writes", LogWrites.append_events)
+    supersede_messages = Door("log_writes", LogWrites.supersede_messages)
     start_run = Door("log_writes", LogWrites.start_run)
     renew_lease = Door("log_writes", LogWrites.renew_lease)
     reap_expired_lease = Door("log_writes", LogWrites.reap_expired_lease)

@@ -140,6 +140,17 @@ class ThreadLog(Protocol):
         """:meth:`append` with events only."""
         ...
 
+    async def supersede_messages(
+        self, thread_id: str, message_ids: Sequence[str], *, by: str
+    ) -> list[str]:
+        """In one transaction, mark the thread's messages ``message_ids`` superseded
+        (``metadata["superseded"] = {"by": by, "at": epoch seconds}``; a retried answer, an
+        edited message: kept in the history, left out of what a model is given) and append a
+        ``data-superseded`` event ``{"message_ids", "by"}`` (run id None) to its log; wakes the
+        thread's listeners. Unknown ids, other threads' messages and ones marked before are
+        left alone; nothing is written when none is left. Returns the ids marked."""
+        ...
+
     def append_soon(
         self, thread_id: str, resource_id: str, *, messages: Iterable[MessageIn] = (),
         events: Iterable[EventIn] = (),

@@ -92,6 +92,18 @@ class LogWrites:
     async def append_events(self, thread_id: str, events: Iterable[EventIn]) -> None:
         await self.append(thread_id, "", events=events)
 
+    async def supersede_messages(
+        self, thread_id: str, message_ids: Sequence[str], *, by: str
+    ) -> list[str]:
+        """Mark messages of the thread superseded, with a ``data-superseded`` event (see the
+        contract). The ids marked."""
+        marked = await self.writer.run_write(
+            thread_id, writes.supersede_messages, thread_id, list(message_ids), by
+        )
+        if marked:
+            self.writer.notify(thread_id)
+        return marked
+
     async def start_run(
         self, thread_id: str, resource_id: str, run_id: str, *, owner: str, ttl_s: float,
         agent_id: str | None = None, title: str | None = None,

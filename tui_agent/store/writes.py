@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from tui_agent.errors import LeaseLostError, StoreError
-from tui_agent.events import FINISH, FROM_AGENT, INTERRUPTED, START
-from tui_agent.store.codec import dumps, new_id
+from tui_agent.events import DATA_SUPERSEDED, FINISH, FROM_AGENT, FROM_SYSTEM, INTERRUPTED, START
+from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.reads import MESSAGES, RESUME
 from tui_agent.store.records import (
@@ -172,6 +172,42 @@ def append_as_run(
     if fence is not None:
         yield from check_lease(d, thread_id, fence)
     yield from append(d, thread_id, resource_id, messages, events)
+
+
+def supersede_messages(
+    d: Dialect, thread_id: str, message_ids: Sequence[str], by: str
+) -> Txn[list[str]]:
+    """Mark the thread's messages ``message_ids`` superseded (``metadata["superseded"]``:
+    ``{"by", "at"}``) and log a ``data-superseded`` event naming them, for every subscriber.
+    Messages of other threads, unknown ids and those marked before are left alone (no event
+    when none is left). Returns the ids marked."""
+    yield from lock(d, thread_id)
+    if not message_ids:
+        return []
+    marks = ",".join("?" * len(message_ids))
+    found: list[Row] = yield _query(
+        d, f"SELECT id, metadata, run_id FROM messages WHERE thread_id=? AND id IN ({marks})",
+        thread_id, *message_ids,
+    )
+    now = time.time()
+    metadata: dict[str, dict[str, Any]] = {str(row[0]): loads(row[1]) or {} for row in found}
+    run_of = {str(row[0]): row[2] for row in found}
+    marked = [m for m in message_ids if m in metadata and "superseded" not in metadata[m]]
+    if not marked:
+        return []
+    yield Statement(d.sql("UPDATE messages SET metadata=? WHERE id=?"), [
+        (dumps({**metadata[m], "superseded": {"by": by, "at": now}}), m) for m in marked
+    ], many=True)
+    # A live view knows an answer by its run and a message by its signal, not by message id.
+    payload = {
+        "message_ids": marked, "by": by,
+        "run_ids": sorted({str(run_of[m]) for m in marked if run_of[m]}),
+        "signal_ids": [str(metadata[m]["signal_id"]) for m in marked
+                       if metadata[m].get("signal_id")],
+    }
+    event = EventIn(DATA_SUPERSEDED, payload, None, FROM_SYSTEM)
+    yield from append(d, thread_id, "", [], [event])
+    return marked
 
 
 # -- runs and leases --------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from tui_agent.app.transcript import Entry
+from tui_agent.app.widgets.badges import superseded_label
 from tui_agent.app.widgets.markdown_stream import MarkdownStream
 
 STATUS_LABELS = {
@@ -31,12 +32,14 @@ class AssistantMessage(Vertical):
         margin-top: 1;
         & > .assistant--head { height: 1; }
         & > MarkdownStream { padding-left: 2; }
+        &.-superseded > MarkdownStream { opacity: 55%; }
     }
     """
 
     def __init__(self, entry: Entry) -> None:
-        super().__init__()
+        super().__init__(classes="-superseded" if entry.superseded else "")
         self.entry = entry
+        self._superseded = entry.superseded
         self._shown = len(entry.text)  # characters of entry.text already handed to the stream
         self._status = entry.status
         # Made here, not in compose: the pane may refresh this entry before Textual has
@@ -52,6 +55,7 @@ class AssistantMessage(Vertical):
     def _head(self) -> Content:
         label, style = STATUS_LABELS.get(self.entry.status, ("", ""))
         head = Content.assemble(("◆ ", "$text-accent"), (self.entry.author or "agent", "bold"))
+        head += superseded_label(self.entry.superseded)
         return head + Content.assemble("  ", (label, style)) if label else head
 
     @property
@@ -73,4 +77,8 @@ class AssistantMessage(Vertical):
                 # refreshed whole: while the answer streamed in view, that became all of this
                 # container's lines (and their crops). Let them go now it is finished.
                 self.refresh()
+            self._head_line.update(self._head())
+        if self.entry.superseded != self._superseded:  # retried, from any process
+            self._superseded = self.entry.superseded
+            self.set_class(bool(self._superseded), "-superseded")
             self._head_line.update(self._head())

@@ -37,3 +37,11 @@ def author_badge(name: str, source: str = "") -> Content:
     if not parts:
         parts.append((" user ", "bold $text-muted reverse"))
     return Content.assemble(*parts)
+
+
+def superseded_label(superseded: str) -> Content:
+    """What a superseded message says of itself: an edited message, or an answer retried."""
+    if not superseded:
+        return Content("")
+    text = "✎ superseded by an edit" if superseded == "edit" else "↻ retried · superseded"
+    return Content.assemble(("  ", ""), (text, "italic $text-muted"))

@@ -32,7 +32,8 @@ class HeaderState:
     started_at: float | None = None  # monotonic, while running
     run_tokens: int = 0
     thread_tokens: int = 0
-    cost: float | None = None
+    cost: float | None = None  # the last run's, USD (None: not known)
+    thread_cost: float | None = None  # the thread's so far, at its model's prices
     unread: int = 0  # inbox records of the thread with status pending or delivered
 
 
@@ -79,9 +80,8 @@ def render_header(state: HeaderState, now: float) -> Content:
     label, style = STATE_STYLES.get(state.state, (state.state, ""))
     if state.state == "running" and state.started_at is not None:
         label += f" {max(0.0, now - state.started_at):.0f}s"
-    tokens = f"last run {_count(state.run_tokens)} tok · thread {_count(state.thread_tokens)}"
-    if state.cost is not None:
-        tokens += f" · ${state.cost:.4f} last run"
+    tokens = (f"last run {_count(state.run_tokens)} tok{_cost(state.cost)} · "
+              f"thread {_count(state.thread_tokens)}{_cost(state.thread_cost)}")
     heading: list[str | tuple[str, str]] = [(state.title, "bold"), " "] if state.title else []
     # Most telling first: a narrow pane cuts the end of the line, not the run's state.
     parts: list[str | tuple[str, str]] = [
@@ -99,3 +99,12 @@ def render_header(state: HeaderState, now: float) -> Content:
 
 def _count(tokens: int) -> str:
     return f"{tokens / 1000:.1f}k" if tokens >= 10_000 else str(tokens)
+
+
+def _cost(cost: float | None) -> str:
+    """`` $0.0012`` (free: `` $0``); nothing where the cost map does not know the model."""
+    if cost is None:
+        return ""
+    if cost == 0:
+        return " $0"
+    return f" ${cost:.4f}" if cost >= 0.0001 else " <$0.0001"

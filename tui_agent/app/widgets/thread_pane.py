@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
@@ -24,6 +24,8 @@ from tui_agent.app.bridge import SendRequest, ThreadFeed, run_cost
 from tui_agent.app.layout import Place
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.find_bar import FindBar, FindClosed
+from tui_agent.app.widgets.model_banner import ModelBanner
+from tui_agent.app.widgets.pane_actions import PaneActions
 from tui_agent.app.widgets.pane_header import HeaderState, PaneHeader
 from tui_agent.app.widgets.state_panel import StatePanel
 from tui_agent.app.widgets.transcript_view import TranscriptView
@@ -46,7 +48,7 @@ def until_sync_tick(delay: float, now: float | None = None) -> float:
     return max(0.001, ticks * tick - now)
 
 
-class ThreadPane(Vertical):
+class ThreadPane(PaneActions):
     DEFAULT_CSS = """
     ThreadPane {
         border: round $foreground 25%;
@@ -99,6 +101,7 @@ class ThreadPane(Vertical):
         self.resource_id = resource_id
         self.thread_id = thread_id
         self.feed = ThreadFeed(agent, resource_id, thread_id, self)
+        self.agent_model = model_label
         self.header_state = HeaderState(title="", thread=f"{resource_id}/{thread_id}",
                                         agent=agent_label, model=model_label)
         self._identity = identity
@@ -132,6 +135,7 @@ class ThreadPane(Vertical):
         yield WaitingSignals(id="pane-waiting")
         yield FindBar(self, id="pane-find")
         yield Static("", id="pane-status", markup=False)
+        yield ModelBanner(id="pane-model")
         yield Composer(self._identity, entries=lambda: self.feed.transcript.entries,
                        id="composer")
 
@@ -160,6 +164,7 @@ class ThreadPane(Vertical):
         except Exception as error:  # store unreadable: one line, never a traceback
             self.show_notice(f"✗ cannot open the thread: {error}", error=True)
             return
+        await self.check_model()  # the thread's model, and whether it can answer here
 
     async def on_unmount(self) -> None:
         await self.feed.close()
@@ -248,7 +253,11 @@ class ThreadPane(Vertical):
         if ended is not None:
             state.run_tokens = ended.input_tokens + ended.output_tokens
             state.cost = run_cost(state.model, ended.input_tokens, ended.output_tokens)
+        state.thread_cost = run_cost(state.model, *self.feed.thread_usage)
         self.query_one(PaneHeader).show()
+
+    def refresh_header(self) -> None:
+        self.schedule_sync()  # the header repaints with the pane's next sync
 
     def _show_unseen(self, view: TranscriptView) -> None:
         if not view.following and view.unseen:
@@ -306,6 +315,11 @@ class ThreadPane(Vertical):
         request = SendRequest(text=parsed.text, attributes=message.composer.identity
                               .as_attributes(), queued=parsed.queued,
                               signal_type=parsed.signal_type, tag_name=parsed.tag_name)
+        if self.editing is not None:  # f4: in place of your last message
+            edited = self.editing
+            self.stop_editing()
+            self.resend(edited, request)
+            return
         self._send(request)
 
     def on_composer_invalid(self, message: Composer.Invalid) -> None:
@@ -440,40 +454,6 @@ class ThreadPane(Vertical):
         for fmt, text in texts.items():
             self.app.deliver_text(io.StringIO(text), save_filename=f"{name}.{fmt}")
         self.show_notice(f"⇩ exported {name}.md and {name}.json")
-
-    # -- copy ----------------------------------------------------------------------------------
-
-    def last_answer(self) -> str | None:
-        for entry in reversed(self.feed.transcript.entries):
-            if entry.kind == "assistant" and entry.text:
-                return entry.text
-        return None
-
-    def action_copy_message(self) -> None:
-        text = self.last_answer()
-        if text is None:
-            self.notify("nothing to copy yet", severity="warning")
-            return
-        self._copy(text, f"the last answer ({len(text)} characters)")
-
-    def action_copy_code(self) -> None:
-        from tui_agent.app.markdown_code import last_code_block
-
-        block = last_code_block(self.last_answer() or "")
-        if block is None:
-            self.notify("no code block in the last answer", severity="warning")
-            return
-        self._copy(block, f"a code block ({len(block.splitlines())} lines)")
-
-    def _copy(self, text: str, what: str) -> None:
-        from tui_agent.app.clipboard import copy_text
-
-        try:
-            where = copy_text(text, self.app.copy_to_clipboard)
-        except Exception as error:  # no clipboard at all: say so
-            self.notify(f"copy failed: {error}", severity="error")
-            return
-        self.notify(f"copied {what} to the {where}")
 
 
 class PaneFocused(Message):

@@ -25,6 +25,7 @@ class ToolCall(Static, can_focus=True):
         padding: 0 1 0 3;
         color: $text-muted;
         &:focus { background: $accent 25%; color: $foreground; }
+        &.-superseded { text-style: strike; }
     }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -33,7 +34,7 @@ class ToolCall(Static, can_focus=True):
     ALLOW_SELECT = True
 
     def __init__(self, entry: Entry) -> None:
-        super().__init__(markup=False)
+        super().__init__(markup=False, classes="-superseded" if entry.superseded else "")
         self.entry = entry
         self.expanded = False
         self.update(self._content())
@@ -55,6 +56,7 @@ class ToolCall(Static, can_focus=True):
         return f"{self.entry.tag}({_pretty(self.entry.args)}) → {_pretty(self.entry.result)}"
 
     def refresh_entry(self) -> None:
+        self.set_class(bool(self.entry.superseded), "-superseded")
         self.update(self._content())
 
     def action_toggle_details(self) -> None:

@@ -10,7 +10,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import events
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
@@ -27,6 +30,8 @@ MAX_ENTRIES = 60  # mounted entries per pane (an answer is 3 widgets): ~≤ 200 
 # (and in every full pass of the garbage collector), so a pane of long answers keeps ~2,000
 # lines; older ones page back in from memory (benchmarks/bench_app_soak.py).
 MAX_TEXT_CHARS = 100_000
+SELECTABLE = ("user", "assistant", "tool", "signal")  # what up/down select
+CLICK_SELECTS = ("user", "assistant", "signal")
 WIDGETS = {"user": UserMessage, "assistant": AssistantMessage, "tool": ToolCall,
            "signal": SignalLine, "marker": RunMarker}
 
@@ -48,12 +53,32 @@ class TranscriptView(VerticalScroll, can_focus=True):
            scrollbar on and off for ever (an answer alternating between raw and rendered). */
         scrollbar-gutter: stable;
         background: $background;
+        &:focus-within > .-selected { background: $accent 18%; }
     }
     """
     BLANK = True
+    # Live while the transcript has the focus (Tab, a click on a message, ctrl+up): they act
+    # on the selected message (``tui_agent/app/message_actions.py``).
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "select(-1)", "Prev", show=False, id="transcript.previous"),
+        Binding("down,j", "select(1)", "Next", show=False, id="transcript.next"),
+        Binding("c", "act('copy')", "Copy", id="transcript.copy"),
+        Binding("b", "act('copy_code')", "Code", id="transcript.copy_code"),
+        Binding("q,greater_than_sign", "act('quote')", "Quote", id="transcript.quote"),
+        Binding("r", "act('retry')", "Retry", id="transcript.retry"),
+        Binding("e", "act('edit')", "Edit", id="transcript.edit"),
+    ]
 
     class NearTop(Message):
         """Scrolled to the top: the pane may page in older history."""
+
+    class Act(Message):
+        """An action on the selected message (copy, copy_code, quote, retry, edit)."""
+
+        def __init__(self, entry: Entry, action: str) -> None:
+            super().__init__()
+            self.entry = entry
+            self.action = action
 
     class FollowChanged(Message):
         def __init__(self, following: bool) -> None:
@@ -67,6 +92,7 @@ class TranscriptView(VerticalScroll, can_focus=True):
         self.unseen = 0  # entries added (or grown) below while scrolled up
         self._grown_below: set[str] = set()  # entries that changed while scrolled up
         self._widgets: dict[str, Widget] = {}
+        self.selected: str | None = None  # the selected entry's key
 
     # -- syncing -------------------------------------------------------------------------------
 
@@ -81,6 +107,8 @@ class TranscriptView(VerticalScroll, can_focus=True):
                 widget = self._widgets.pop(entry.key, None)
                 if widget is not None:
                     await widget.remove()
+                if entry.key == self.selected:
+                    self.selected = None
             if changes.prepended:
                 first = self.children[0] if self.children else None
                 await self._mount(changes.prepended, before=first)
@@ -104,6 +132,67 @@ class TranscriptView(VerticalScroll, can_focus=True):
 
     def widget_count(self) -> int:
         return len(self._widgets)
+
+    # -- selecting a message -------------------------------------------------------------------
+
+    def selected_entry(self) -> Entry | None:
+        widget = self._widgets.get(self.selected or "")
+        return getattr(widget, "entry", None) if widget is not None else None
+
+    def select(self, key: str | None) -> None:
+        """Select the entry ``key`` (None: none), shown in view."""
+        old = self._widgets.get(self.selected or "")
+        if old is not None:
+            old.remove_class("-selected")
+        widget = self._widgets.get(key or "")
+        self.selected = key if widget is not None else None
+        if widget is not None:
+            widget.add_class("-selected")
+            self.scroll_to_widget(widget, animate=False, top=widget.outer_size.height
+                                  > self.scrollable_content_region.height)
+
+    def select_last(self) -> None:
+        """Select the newest message (the one a fresh look at the transcript is about)."""
+        keys = [e.key for e in self.transcript.entries if e.key in self._widgets
+                and e.kind in SELECTABLE]
+        if keys:
+            self.select(keys[-1])
+
+    def action_select(self, step: int) -> None:
+        keys = [e.key for e in self.transcript.entries if e.key in self._widgets
+                and e.kind in SELECTABLE]
+        if not keys:
+            return
+        if self.selected not in keys:
+            self.select(keys[-1])
+            return
+        index = max(0, min(len(keys) - 1, keys.index(self.selected) + step))
+        self.select(keys[index])
+
+    def action_act(self, action: str) -> None:
+        entry = self.selected_entry()
+        if entry is None:  # the focused entry (a tool call), else the newest
+            focused = getattr(self.app.focused, "entry", None)
+            if focused is not None and focused.key in self._widgets:
+                self.select(focused.key)
+            else:
+                self.select_last()
+            entry = self.selected_entry()
+        if entry is not None:
+            self.post_message(self.Act(entry, action))
+
+    def on_focus(self) -> None:
+        if self.selected_entry() is None:
+            self.select_last()
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a message selects it (and the transcript has the focus)."""
+        widget = event.widget
+        while widget is not None and widget.parent is not self:
+            widget = widget.parent if isinstance(widget.parent, Widget) else None
+        entry = getattr(widget, "entry", None)
+        if entry is not None and entry.kind in CLICK_SELECTS:  # a tool call's click expands it
+            self.select(entry.key)
 
     # -- follow mode ---------------------------------------------------------------------------
 
