@@ -55,17 +55,15 @@ class PaneHeader(Static):
         self._shown: Content | None = None
 
     def on_mount(self) -> None:
-        self._tick()
+        self.set_interval(1.0, self._tick)  # the elapsed time of a running run
         self.show()
 
     def _tick(self) -> None:
-        """The elapsed time of a running run, redrawn on each whole second of the monotonic
-        clock: every pane's header changes in the same frame as the others (and as the
-        panes' syncs, whose grid the whole seconds are on), not each on a phase of its own."""
+        """The elapsed time shown counts whole seconds of the monotonic clock, so it changes
+        at a whole second: a streaming pane's next sync (on the app's grid) shows it in the
+        frame it paints anyway, and this tick only when nothing else repaints the pane."""
         if self.state.state == "running":
             self.show()
-        now = time.monotonic()
-        self.set_timer(math.floor(now) + 1.0 - now + 0.001, self._tick)
 
     def show(self) -> None:
         """Repaint when the header's text changed (a pane syncs many times a second while it
