@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from tui_agent.errors import LeaseLostError, SignalError, StoreError
+from tui_agent.errors import ApprovalError, LeaseLostError, SignalError, StoreError
 from tui_agent.store import Store
+from tui_agent.store.approvals import ApprovalIn
 from tui_agent.store.codec import new_id
 from tui_agent.store.records import EventIn, MessageIn, NotificationRecord, RouteResult, SignalIn
 
@@ -769,3 +770,90 @@ class StoreContract:
         await store.set_agent_overrides("a", None)
         assert await store.get_agent_overrides("a") is None
         assert await store.get_agent_overrides("b") == {"instructions": "other agent"}
+
+    # -- tool calls waiting for a person (issue 24) ---------------------------------------------
+
+    async def _park(self, store: Store, run_id: str = "run-1", ttl_s: float = 15.0,
+                    calls: tuple[str, ...] = ("c1",)) -> list[ApprovalIn]:
+        assert await store.start_run(T, R, run_id, owner=OWNER, ttl_s=ttl_s, agent_id="agent")
+        approvals = [ApprovalIn(c, "add", {"a": 1}) for c in calls]
+        step = MessageIn("assistant", "", run_id, metadata={"tool_calls": []})
+        await store.park_run(T, R, run_id, agent_id="agent", approvals=approvals,
+                             messages=[step], events=[EventIn("tool-call-approval", {}, run_id)])
+        return approvals
+
+    async def test_a_parked_run_stores_its_calls_and_an_answer_is_refused_twice(
+        self, store: Store
+    ) -> None:
+        first, second = await self._park(store, calls=("c1", "c2"))
+        listed = await store.list_approvals()
+        assert [(a.id, a.tool_call_id, a.status, a.args) for a in listed] == [
+            (first.id, "c1", "pending", {"a": 1}), (second.id, "c2", "pending", {"a": 1})]
+        assert [m.role for m in await store.list_messages(T)] == ["assistant"]  # same write
+        assert (await store.find_approval("run-1", "c2")).id == second.id  # type: ignore[union-attr]
+        answered = await store.answer_approval(first.id, approved=True, args={"a": 2},
+                                               owner="cli", ttl_s=15)
+        assert (answered.waiting, answered.record.answer_args) == (1, {"a": 2})
+        with pytest.raises(ApprovalError, match="approved already"):
+            await store.answer_approval(first.id, approved=False, owner="cli", ttl_s=15)
+        with pytest.raises(ApprovalError, match="no tool call waits"):
+            await store.answer_approval("nope", approved=True, owner="cli", ttl_s=15)
+        assert await store.take_answers(T, "run-1") is None  # c2 still pending
+        last = await store.answer_approval(second.id, approved=False, reason="no",
+                                           owner="cli", ttl_s=15)
+        assert last.live_run == "run-1" and last.takeover is None  # its owner lives: it goes on
+        taken = await store.take_answers(T, "run-1")
+        assert [(a.status, a.reason) for a in taken or []] == [
+            ("approved", None), ("declined", "no")]
+        assert await store.list_approvals() == []
+        assert len(await store.list_approvals(status=None, thread_id=T)) == 2
+        got = await store.get_approval(first.id)
+        assert got is not None and got.taken_by == "run-1"
+
+    async def test_a_parked_run_holds_its_thread_past_its_lease_until_answered(
+        self, store: Store
+    ) -> None:
+        (approval,) = await self._park(store, ttl_s=DEAD_TTL)  # parked, then its owner died
+        assert not await store.reap_expired_lease(T)
+        assert not await store.start_run(T, R, "direct", owner="other", ttl_s=15)
+        routed = await store.route_signal(T, R, user_signal("meanwhile"), if_active="deliver",
+                                          if_idle="wake", owner="sender", ttl_s=15)
+        assert routed == RouteResult("deliver", "run-1")  # kept pending for the parked run
+        assert await store.stranded_threads() == []
+        assert await store.rescue_outlook() == (False, None)
+        assert await store.resumable_threads() == []
+        answered = await store.answer_approval(approval.id, approved=True, owner="answerer",
+                                               ttl_s=15, agent_id="agent")
+        assert answered.takeover is not None and answered.takeover != "run-1"
+        assert [a.id for a in answered.answers] == [approval.id]
+        assert (await store.active_run(T)).run_id == answered.takeover  # type: ignore[union-attr]
+        old = await store.get_run("run-1")
+        assert old is not None and old.status == "interrupted"
+        taken = await store.claim_signals(T, R, answered.takeover)
+        assert [s["data"]["contents"] for s in taken] == ["meanwhile"]
+
+    async def test_an_answered_parked_run_of_a_dead_owner_is_resumed_by_a_rescue(
+        self, store: Store
+    ) -> None:
+        (approval,) = await self._park(store, ttl_s=DEAD_TTL)
+        answered = await store.answer_approval(approval.id, approved=False, reason="no",
+                                               owner="cli", ttl_s=15, agent_id="another")
+        assert answered.takeover is None and answered.live_run is None  # not its agent
+        assert await store.resumable_threads() == [T]
+        assert (await store.rescue_outlook())[0]
+        assert await store.resume_parked(T, owner="me", ttl_s=15, agent_id="another") is None
+        resumed = await store.resume_parked(T, owner="me", ttl_s=15, agent_id="agent")
+        assert resumed is not None and resumed[1] == R and resumed[2][0].reason == "no"
+        assert await store.resumable_threads() == []
+        assert await store.resume_parked(T, owner="me", ttl_s=15, agent_id="agent") is None
+
+    async def test_a_run_that_ends_while_parked_cancels_its_calls(self, store: Store) -> None:
+        (approval,) = await self._park(store)
+        await store.finish_run(T, R, "run-1", owner=OWNER, status="aborted",
+                               finish_reason="abort", force=True,
+                               events=[EventIn("abort", {}, "run-1")])
+        got = await store.get_approval(approval.id)
+        assert got is not None and got.status == "cancelled"
+        with pytest.raises(ApprovalError, match="cancelled already"):
+            await store.answer_approval(approval.id, approved=True, owner="cli", ttl_s=15)
+        assert await store.start_run(T, R, "next", owner=OWNER, ttl_s=15)  # free again

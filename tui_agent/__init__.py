@@ -17,13 +17,13 @@ _ERRORS = (
     "TuiAgentError", "ConfigError", "ArgumentTypeError", "MissingCredentialError",
     "UnknownProviderError", "ToolDefinitionError", "RequestContextError", "SignalError",
     "ModelCallError",
-    "ModelNotInstalledError", "ProcessorError", "RunFailedError", "StoreError",
+    "ModelNotInstalledError", "ProcessorError", "RunFailedError", "StoreError", "ApprovalError",
     "StoreCorruptError", "LeaseLostError", "StoreFullError", "ThreadBusyError",
 )
 _EVENTS = (
     "Chunk", "ChunkType", "StartChunk", "StepStartChunk", "TextDeltaChunk", "ToolCallChunk",
     "ToolResultChunk", "StepFinishChunk", "FinishChunk", "AbortChunk", "ErrorChunk",
-    "InterruptedChunk", "EchoChunk", "SupersededChunk", "is_end",
+    "InterruptedChunk", "EchoChunk", "SupersededChunk", "ToolCallApprovalChunk", "is_end",
 )
 # public name → the module that defines it
 _EXPORTS: dict[str, str] = {
@@ -42,20 +42,22 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [  # every name of _EXPORTS (tests/test_import.py)
-    "AbortChunk", "Agent", "ArgumentTypeError", "Chunk", "ChunkType", "ConfigError", "EchoChunk",
-    "ErrorChunk", "FinishChunk", "InterruptedChunk", "LeaseLostError", "Memory",
-    "MissingCredentialError", "ModelCallError", "ModelNotInstalledError", "PostgresStore",
-    "ProcessorError", "RequestContext", "RequestContextError", "RunFailedError", "ScriptedModel",
-    "SignalError", "SqliteStore", "StartChunk", "StepFinishChunk", "StepStartChunk", "Store",
-    "StoreCorruptError", "StoreError", "StoreFullError", "SupersededChunk", "TextDeltaChunk",
-    "ThreadBusyError", "Tool", "ToolCallChunk", "ToolDefinitionError", "ToolResultChunk",
-    "TuiAgentError", "UnknownProviderError", "__version__", "create_tool", "is_end", "open_store",
+    "AbortChunk", "Agent", "ApprovalError", "ArgumentTypeError", "Chunk", "ChunkType",
+    "ConfigError", "EchoChunk", "ErrorChunk", "FinishChunk", "InterruptedChunk", "LeaseLostError",
+    "Memory", "MissingCredentialError", "ModelCallError", "ModelNotInstalledError",
+    "PostgresStore", "ProcessorError", "RequestContext", "RequestContextError", "RunFailedError",
+    "ScriptedModel", "SignalError", "SqliteStore", "StartChunk", "StepFinishChunk",
+    "StepStartChunk", "Store", "StoreCorruptError", "StoreError", "StoreFullError",
+    "SupersededChunk", "TextDeltaChunk", "ThreadBusyError", "Tool", "ToolCallApprovalChunk",
+    "ToolCallChunk", "ToolDefinitionError", "ToolResultChunk", "TuiAgentError",
+    "UnknownProviderError", "__version__", "create_tool", "is_end", "open_store",
 ]
 
 if TYPE_CHECKING:
     from tui_agent.agent.agent import Agent
     from tui_agent.context import RequestContext
     from tui_agent.errors import (
+        ApprovalError,
         ArgumentTypeError,
         ConfigError,
         LeaseLostError,
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
         StepStartChunk,
         SupersededChunk,
         TextDeltaChunk,
+        ToolCallApprovalChunk,
         ToolCallChunk,
         ToolResultChunk,
         is_end,

@@ -93,3 +93,9 @@ class StoreFullError(StoreError):
 
 class ThreadBusyError(TuiAgentError):
     """A direct generate()/stream() asked for a thread that already has a live run."""
+
+
+class ApprovalError(TuiAgentError, ValueError):
+    """An answer to a tool call waiting for approval was refused, and nothing changed: no call
+    waits under that id, it was answered already, or the edited input fails the tool's
+    schema."""

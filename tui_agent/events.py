@@ -19,6 +19,9 @@ STEP_START: Final = "step-start"
 TEXT_DELTA: Final = "text-delta"
 TOOL_CALL: Final = "tool-call"
 TOOL_RESULT: Final = "tool-result"
+# The run stopped before executing a tool call that needs a person's approval (issue 24): it
+# waits, the call stored, until someone approves or declines it (Agent.approve_tool_call).
+TOOL_CALL_APPROVAL: Final = "tool-call-approval"
 STEP_FINISH: Final = "step-finish"
 FINISH: Final = "finish"
 ERROR: Final = "error"
@@ -34,7 +37,7 @@ EndType: TypeAlias = Literal["finish", "abort", "error", "interrupted"]
 EchoType: TypeAlias = Literal["data-user-message", "data-signal"]
 ChunkType: TypeAlias = Literal[
     "start", "step-start", "text-delta", "tool-call", "tool-result", "step-finish",
-    EndType, EchoType, "data-superseded",
+    EndType, EchoType, "data-superseded", "tool-call-approval",
 ]
 
 END_TYPES: Final[frozenset[str]] = frozenset(get_args(EndType))
@@ -91,6 +94,13 @@ class ToolCallPayload(TypedDict):
     tool_call_id: str
     tool_name: str
     args: Any  # the parsed arguments, or the raw text when they were not JSON
+
+
+class ToolCallApprovalPayload(TypedDict):
+    approval_id: str  # the store's id of the waiting call (tui-agent approve ID)
+    tool_call_id: str
+    tool_name: str
+    args: Any
 
 
 class ToolResultPayload(TypedDict):
@@ -185,6 +195,11 @@ class ToolCallChunk(_ChunkBase):
     payload: ToolCallPayload
 
 
+class ToolCallApprovalChunk(_ChunkBase):
+    type: Literal["tool-call-approval"]
+    payload: ToolCallApprovalPayload
+
+
 class ToolResultChunk(_ChunkBase):
     type: Literal["tool-result"]
     payload: ToolResultPayload
@@ -228,7 +243,7 @@ class EchoChunk(_ChunkBase):
 Chunk: TypeAlias = (
     StartChunk | StepStartChunk | TextDeltaChunk | ToolCallChunk | ToolResultChunk
     | StepFinishChunk | FinishChunk | AbortChunk | ErrorChunk | InterruptedChunk | EchoChunk
-    | SupersededChunk
+    | SupersededChunk | ToolCallApprovalChunk
 )
 """Any chunk of a stream or a thread's log."""
 

@@ -16,9 +16,16 @@ from tui_agent.notifications.records import NotificationRecord
 from tui_agent.settings import current_settings
 from tui_agent.signals.limits import check_id, check_json_value, check_limit, check_text
 from tui_agent.state.lanes import StateLanesMixin
+from tui_agent.store.approvals import STATUSES as APPROVAL_STATUSES
 from tui_agent.store.changes import ChangeFeed
 from tui_agent.store.contract import NotificationCursor, Store
-from tui_agent.store.records import MessageHit, MessageIn, MessageRecord, ThreadRecord
+from tui_agent.store.records import (
+    ApprovalRecord,
+    MessageHit,
+    MessageIn,
+    MessageRecord,
+    ThreadRecord,
+)
 from tui_agent.store.url import open_store
 
 DEFAULT_LEASE_TTL_S = 15.0
@@ -184,6 +191,23 @@ class Memory(StateLanesMixin, InboxMixin):
         """Signals accepted on the thread that no run has taken yet (``status`` pending:
         delivered at the live run's next step; queued: runs after it), oldest first."""
         return await self.store.waiting_signals(thread_id)
+
+    async def list_approvals(
+        self, *, status: str | None = "pending", thread_id: str | None = None,
+        limit: int = 500,
+    ) -> list[ApprovalRecord]:
+        """Tool calls that waited for a person's approval, oldest first: by default the
+        pending ones of every thread (``status`` one of pending, approved, declined,
+        cancelled; None: all)."""
+        if status is not None and status not in APPROVAL_STATUSES:
+            raise ConfigError(f"status must be one of {list(APPROVAL_STATUSES)} or None, "
+                              f"not {status!r}")
+        return await self.store.list_approvals(
+            status=status, thread_id=thread_id, limit=check_limit(limit, "limit"))
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        """The tool call stored under ``approval_id`` (``tui-agent approvals`` lists them)."""
+        return await self.store.get_approval(approval_id)
 
     async def thread_activity(self) -> dict[str, tuple[int, bool]]:
         """``{thread_id: (message count, a run is live)}`` for every thread with either."""

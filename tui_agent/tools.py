@@ -48,6 +48,7 @@ class Tool:
     output_schema: type[BaseModel] | dict[str, Any] | None = None
     #: This tool's payload transform policy (wins over the agent's ``hooks["transform"]``).
     transform: Any = None
+    require_approval: bool = False
     _json_schema: dict[str, Any] = field(init=False, repr=False)
     _validator: Any = field(init=False, repr=False, default=None)
     _wants_context: bool = field(init=False, repr=False, default=True)
@@ -62,6 +63,11 @@ class Tool:
         self._json_schema = _input_json_schema(self.id, self.input_schema)
         self._wants_context = _takes_two_arguments(self.execute)
         self.transform = parse_transform(self.transform, f"tool {self.id!r}: transform")
+        if not isinstance(self.require_approval, bool):
+            raise ToolDefinitionError(
+                f"tool {self.id!r}: require_approval must be True or False, "
+                f"not {self.require_approval!r}"
+            )
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -119,10 +125,12 @@ def create_tool(
     output_schema: type[BaseModel] | dict[str, Any] | None = None,
     execute: Callable[..., Any],
     transform: Any = None,
+    require_approval: bool = False,
 ) -> Tool:
     """A tool for ``Agent(tools={...})``. ``execute(input, context)`` may be sync or async; a
     one-parameter function gets only ``input``. ``transform``: this tool's payload transform
-    policy (see :class:`TransformPolicy`)."""
+    policy (see :class:`TransformPolicy`). ``require_approval``: a run stops before each call
+    of this tool until a person approves or declines it (``Agent.approve_tool_call``)."""
     return Tool(
         id=id,
         description=description,
@@ -130,6 +138,7 @@ def create_tool(
         input_schema=input_schema,
         output_schema=output_schema,
         transform=transform,
+        require_approval=require_approval,
     )
 
 

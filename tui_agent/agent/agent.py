@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from tui_agent._util import as_dict, json_round_trip, maybe_await
+from tui_agent.agent import approvals
+from tui_agent.agent.approvals import ApprovalAnswer
 from tui_agent.agent.inputs import check_memory_target, check_run_id, input_messages
 from tui_agent.agent.instructions import check_instructions, resolve_instructions
 from tui_agent.agent.options import RunOptions, parse_hooks, parse_run_options
@@ -213,6 +215,30 @@ class Agent:
         return await _per_run(
             self.default_options, RequestContext.coerce(request_context), _check_default_options
         )
+
+    async def resolve_tools(self, request_context: Any = None) -> dict[str, Tool]:
+        """The tools a run gets (``tools``, or its function's for the request context, with
+        the subagents' and workflows')."""
+        return await self._resolve_tools(RequestContext.coerce(request_context))
+
+    # -- tool calls waiting for a person (agent/approvals.py) ---------------------------------
+
+    async def approve_tool_call(
+        self, *, run_id: str, tool_call_id: str, args: Any = None
+    ) -> ApprovalAnswer:
+        """Approve a call run ``run_id`` waits on (``args``: an edited input, checked against
+        the tool's schema); the run goes on. ``ApprovalError`` if none waits, and nothing
+        changes."""
+        return await approvals.approve_tool_call(
+            self, run_id=run_id, tool_call_id=tool_call_id, args=args)
+
+    async def decline_tool_call(
+        self, *, run_id: str, tool_call_id: str, reason: str | None = None
+    ) -> ApprovalAnswer:
+        """Decline a call run ``run_id`` waits on: the model gets ``reason`` as the tool's
+        error, and the run goes on."""
+        return await approvals.decline_tool_call(
+            self, run_id=run_id, tool_call_id=tool_call_id, reason=reason)
 
     async def resolve_metadata(self, request_context: Any = None) -> dict[str, Any]:
         """``metadata``, called with the request context when it is a function."""

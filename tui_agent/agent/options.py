@@ -24,6 +24,8 @@ KNOWN_OPTIONS = {
     "provider_options",
     "instructions",
     "tools_override",
+    "require_tool_approval",
+    "approval_timeout_s",
 }
 HOOK_NAMES = {"before_tool_call", "after_tool_call", "transform"}
 TOOL_CHOICES = {"auto", "none", "required"}
@@ -52,6 +54,10 @@ class RunOptions:
     #: may be a function of the request context, like the constructor's.
     instructions: Any = None
     tools_override: Any = None
+    #: Every tool call of this run waits for a person's approval (as a tool's own
+    #: ``require_approval``); ``approval_timeout_s``: a call unanswered that long is declined.
+    require_tool_approval: bool = False
+    approval_timeout_s: float | None = None
 
 
 def parse_run_options(
@@ -71,6 +77,9 @@ def parse_run_options(
         provider_options=as_dict(merged.get("provider_options"), "provider_options"),
         instructions=_instructions(merged.get("instructions")),
         tools_override=_tools_override(merged.get("tools_override")),
+        require_tool_approval=_flag(merged.get("require_tool_approval", False),
+                                    "require_tool_approval"),
+        approval_timeout_s=_timeout(merged.get("approval_timeout_s")),
     )
     if merged.get("run_id"):
         parsed.run_id = str(merged["run_id"])
@@ -147,6 +156,20 @@ def _tools_override(value: object) -> Any:
         if not isinstance(tool, Tool):
             raise ConfigError(f"tools_override[{name!r}] is not a tool: build it with create_tool")
     return dict(tools)
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _timeout(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(f"approval_timeout_s must be a positive number of seconds, got {value!r}")
+    return float(value)
 
 
 def _max_steps(value: object) -> int:

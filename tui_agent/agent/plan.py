@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from tui_agent.agent.result import GenerateResult
     from tui_agent.memory import Memory
     from tui_agent.models.base import LanguageModel
+    from tui_agent.store.records import ApprovalRecord
     from tui_agent.tools import Tool
 
 
@@ -33,6 +34,9 @@ class RunPlan:
     input_processors: list[Any] = field(default_factory=list[Any])  # the user's objects
     output_processors: list[Any] = field(default_factory=list[Any])
     scorers: dict[str, Any] = field(default_factory=dict[str, Any])
+    #: A run that goes on for a parked one whose owner died: the answered calls it executes
+    #: first (``store/approvals.py``), before its first model step.
+    resume: list[ApprovalRecord] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,14 +13,21 @@ Only types live here: nothing of ``agent/`` is imported at run time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from tui_agent.agent.output import AgentOutput
     from tui_agent.memory import Memory
     from tui_agent.notifications.ports import DispatcherHandle
-    from tui_agent.store.records import EventIn, FinishOutcome, MessageIn, MessageRecord
+    from tui_agent.store.records import (
+        ApprovalRecord,
+        EventIn,
+        FinishOutcome,
+        MessageIn,
+        MessageRecord,
+    )
+    from tui_agent.tools import Tool
 
 
 class RunStore(Protocol):
@@ -60,6 +67,33 @@ class RunStore(Protocol):
 
     async def set_run_scores(self, run_id: str, scores: dict[str, Any]) -> None: ...
 
+    # -- tool calls waiting for approval (store/approvals.py), and hearing their answers --
+
+    async def park_run(
+        self, thread_id: str, resource_id: str, run_id: str, *, agent_id: str | None,
+        approvals: Sequence[Any], messages: Sequence[MessageIn] = (),
+        events: Sequence[EventIn] = (),
+    ) -> None: ...
+
+    async def take_answers(
+        self, thread_id: str, run_id: str
+    ) -> list[ApprovalRecord] | None: ...
+
+    async def list_approvals(
+        self, *, status: str | None = "pending", thread_id: str | None = None,
+        run_id: str | None = None, limit: int = 500,
+    ) -> list[ApprovalRecord]: ...
+
+    async def answer_approval(
+        self, approval_id: str, *, approved: bool, args: Any = None, reason: str | None = None,
+        owner: str, ttl_s: float, agent_id: str | None = None, take_over_dead: bool = True,
+    ) -> Any: ...
+
+    async def data_version(self) -> int: ...
+
+    @property
+    def local_commits(self) -> int: ...
+
 
 class RunMemory(Protocol):
     """The memory a run writes to: its store, its lease timing, and the thread's history."""
@@ -91,6 +125,39 @@ class RunHost(Protocol):
     def forget(self, run_id: str) -> None: ...
 
     def start_queued_run(self, thread_id: str, resource_id: str, run_id: str) -> None: ...
+
+    @property
+    def parked(self) -> ParkedRegistry:
+        """This runtime's runs waiting for answers to tool calls (``approval_gate``)."""
+        ...
+
+
+class ParkedRun(Protocol):
+    """A run of this process waiting for answers (``approval_gate.Parked``)."""
+
+    @property
+    def memoryless(self) -> bool: ...
+
+    @property
+    def calls(self) -> Mapping[str, Any]:  # tool call id → its ApprovalIn
+        ...
+
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+
+    def answer_here(self, tool_call_id: str, answer: Any) -> None: ...
+
+
+class ParkedRegistry(Protocol):
+    """A runtime's parked runs, by run id (``approval_gate.ParkedRuns``)."""
+
+    def add(self, parked: Any) -> None: ...
+
+    def discard(self, parked: Any) -> None: ...
+
+    def get(self, run_id: str) -> ParkedRun | None: ...
+
+    def tell(self, run_id: str) -> None: ...
 
 
 class LocalRun(Protocol):
@@ -135,8 +202,12 @@ class AgentRuntime(Protocol):
     def rescue_soon(self) -> None: ...
 
     async def start_woken_run(
-        self, thread_id: str, resource_id: str, run_id: str, stream_options: dict[str, Any]
+        self, thread_id: str, resource_id: str, run_id: str, stream_options: dict[str, Any],
+        resume: list[ApprovalRecord] | None = None,
     ) -> AgentOutput: ...
+
+    @property
+    def parked(self) -> ParkedRegistry: ...
 
 
 class AgentCore(Protocol):
@@ -162,5 +233,7 @@ class AgentCore(Protocol):
     def runtime(self) -> AgentRuntime: ...
 
     async def resolve_default_options(self, request_context: Any) -> dict[str, Any]: ...
+
+    async def resolve_tools(self, request_context: Any = None) -> dict[str, Tool]: ...
 
     def send_signal(self, signal: Any, **target: Any) -> Any: ...

@@ -21,12 +21,13 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from tui_agent.agent.approval_gate import Answer, ApprovalGate, answers_of, declined_text
 from tui_agent.agent.lease_watch import watch_lease
 from tui_agent.agent.model_step import ModelStep, StepOutcome
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.plan import RunDeps, RunPlan
 from tui_agent.agent.ports import RunMemory
-from tui_agent.agent.result import GenerateResult, StepResult, ToolResult
+from tui_agent.agent.result import GenerateResult, StepResult, ToolCall, ToolResult
 from tui_agent.agent.run_end import RunEnd
 from tui_agent.agent.run_intake import RunIntake
 from tui_agent.agent.run_log import RunLog
@@ -47,7 +48,7 @@ from tui_agent.events import (
     StartPayload,
 )
 from tui_agent.models.base import Usage
-from tui_agent.store.records import EventIn, MessageIn
+from tui_agent.store.records import ApprovalRecord, EventIn, MessageIn
 from tui_agent.tools import ToolContext
 
 T = TypeVar("T")
@@ -93,6 +94,12 @@ class Run:
         hook_metadata = {"agent_id": deps.agent_id, "agent_name": deps.agent_name}
         self._tools = ToolRunner(plan.tools, self.options.hooks, context, hook_metadata,
                                  self.emit)
+        self._gate = ApprovalGate(
+            run_id=self.run_id, agent_id=deps.agent_id, owner=lambda: deps.host.owner,
+            tools=plan.tools, require_all=self.options.require_tool_approval,
+            timeout_s=self.options.approval_timeout_s, memory=self.memory, log=self._log,
+            output=output, parked=deps.host.parked,
+        )
         self._model = ModelStep(self, deps, self.emit, self.abort_event, self._tools)
 
     # -- chunks -------------------------------------------------------------------------------
@@ -126,13 +133,16 @@ class Run:
         try:
             self.emit_start()
             self.messages = await self._intake.start(
-                self.plan.system, self.plan.input_messages, self.options.last_messages)
+                self.plan.system, self.plan.input_messages, self.options.last_messages,
+                take_signals=self.plan.resume is None)
             if self.memory is not None and self.thread_id:
                 watcher = asyncio.get_running_loop().create_task(watch_lease(
                     self.memory, self.thread_id, self.run_id, self.deps.host.owner,
                     self.abort_event, finished=lambda: self._finished,
                     on_lost=self._stop_on_write_error,
                 ))
+            if self.plan.resume is not None:
+                await self._resume(self.plan.resume)
             finish_reason = await self._loop()
             self._intake.accepting = False
             return await self._finish(finish_reason)
@@ -179,9 +189,7 @@ class Run:
             stored = [self._keep(assistant_message(outcome, self._tools, self.run_id))]
             self._model.parts = []
             if outcome.calls:
-                tool_results = await self._guarded(self._tools.run_all(outcome.calls))
-                stored += [self._keep(tool_message(r, self._tools, self.run_id))
-                           for r in tool_results]
+                tool_results, stored = await self._guarded(self._calls(outcome.calls, stored))
             step = self._record_step(outcome, tool_results)
             self.emit(
                 STEP_FINISH,
@@ -203,6 +211,47 @@ class Run:
                 return outcome.finish_reason
             self.steps[-1].signals = await self._intake.take_signals(self.messages)
             steps_left = max(steps_left, 1)
+
+    async def _calls(
+        self, calls: list[ToolCall], stored: list[MessageIn]
+    ) -> tuple[list[ToolResult], list[MessageIn]]:
+        """A step's tool calls: their results in call order, and what is left to store of the
+        step. Calls that need a person's approval wait for it (``approval_gate``): the others
+        run first, then the run parks, storing what the step produced so far."""
+        waiting = self._gate.waiting(calls)
+        if not waiting:
+            results = await self._tools.run_all(calls)
+            return results, stored + [self._tool_message(r) for r in results]
+        free = [c for c in calls if c not in waiting]
+        first = await self._tools.run_all(free) if free else []
+        answers = await self._gate.wait(waiting, stored + [self._tool_message(r) for r in first])
+        later = await self._answered(waiting, answers)
+        by_id = {r.tool_call_id: r for r in [*first, *later]}
+        return [by_id[c.tool_call_id] for c in calls], [self._tool_message(r) for r in later]
+
+    async def _answered(self, calls: list[ToolCall], answers: dict[str, Answer]) -> list[
+            ToolResult]:
+        """The answered calls executed (approved) or refused (declined), in parallel."""
+        return list(await asyncio.gather(*(
+            self._tools.run_answered(c, answers[c.tool_call_id].approved,
+                                     answers[c.tool_call_id].args,
+                                     declined_text(answers[c.tool_call_id].reason))
+            for c in calls
+        )))
+
+    async def _resume(self, records: list[ApprovalRecord]) -> None:
+        """Go on for a parked run whose owner died: its answered calls first (their results
+        stored), then the signals that waited, then the model."""
+        calls = [ToolCall(tool_call_id=r.tool_call_id, tool_name=r.tool_name, args=r.args)
+                 for r in records]
+        results = await self._guarded(self._answered(calls, answers_of(records)))
+        self.steps.append(StepResult(step=0, tool_calls=calls, tool_results=results,
+                                     finish_reason="tool-calls"))
+        stored = [self._tool_message(r) for r in results]
+        self.steps[-1].signals = await self._intake.take_signals(self.messages, stored)
+
+    def _tool_message(self, result: ToolResult) -> MessageIn:
+        return self._keep(tool_message(result, self._tools, self.run_id))
 
     async def _guarded(self, work: Awaitable[T]) -> T:
         """Await ``work`` unless the run is aborted first (then cancel it)."""

@@ -42,15 +42,18 @@ class RunIntake:
 
     async def start(
         self, system: list[dict[str, Any]], inputs: list[dict[str, Any]],
-        last_messages: int | None,
+        last_messages: int | None, *, take_signals: bool = True,
     ) -> list[dict[str, Any]]:
         """The run's first messages: its system messages, the thread's history, the inputs
-        (stored and echoed, with memory), then the pending signals."""
+        (stored and echoed, with memory), then the pending signals (unless not
+        ``take_signals``: a run going on for a parked one takes them after its tool calls)."""
         messages = list(system)
         model_inputs = [model_input(m) for m in inputs]  # user text neutralised, as signals'
         memory, log = self._memory, self._log
         if memory is None or log is None:
             return messages + model_inputs
+        if not take_signals:
+            return messages + await memory.model_history(log.thread_id, last_messages)
         if not inputs and not log.pending:  # a woken run: history and signals in one trip
             history, taken = await memory.history_and_signals(
                 log.thread_id, log.resource_id, self._run_id, last_messages)

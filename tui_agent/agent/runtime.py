@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from tui_agent.agent.approval_gate import ParkedRuns
 from tui_agent.agent.options import RunOptions, parse_run_options
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.plan import RunDeps, RunPlan
@@ -36,7 +37,7 @@ from tui_agent.agent.run import Run
 from tui_agent.events import ERROR
 from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
 from tui_agent.notifications.ports import DispatcherHandle
-from tui_agent.store.records import EventIn
+from tui_agent.store.records import ApprovalRecord, EventIn
 
 # One lease owner per process: a run's lease names the process that runs it.
 PROCESS_OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -74,11 +75,17 @@ class ThreadRuntime:
         self.dispatcher: DispatcherHandle | None = None
         self._rescuer: asyncio.Task[None] | None = None  # see rescue_stranded
         self._rescue: Rescuer | None = None  # the rescuer task's state (poke it)
+        self._parked = ParkedRuns()  # this runtime's runs waiting for answers to tool calls
 
     @property
     def owner(self) -> str:
         """The lease owner id this process writes into the store for the runs it runs."""
         return self._owner
+
+    @property
+    def parked(self) -> ParkedRuns:
+        """The runs of this runtime waiting for answers to tool calls (``approval_gate``)."""
+        return self._parked
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -112,18 +119,23 @@ class ThreadRuntime:
         return [run.output for run in self._runs.values() if not run.output.done()]
 
     async def start_woken_run(
-        self, thread_id: str, resource_id: str, run_id: str, stream_options: dict[str, Any]
+        self, thread_id: str, resource_id: str, run_id: str, stream_options: dict[str, Any],
+        resume: list[ApprovalRecord] | None = None,
     ) -> AgentOutput:
         """Start run ``run_id``, whose lease this process already holds (it won a wake, or a
-        queued message's turn came). Its input is the thread's pending signals. If it cannot
+        queued message's turn came, or it took over a parked run: ``resume``, the answered
+        calls it executes first). Its input is the thread's pending signals. If it cannot
         even start (a misconfigured agent), the lease is released and the run marked failed."""
         agent = self.agent
         memory = {"resource": resource_id, "thread": thread_id}
         options = {**stream_options, "memory": memory, "run_id": run_id}
+        if resume and resume[0].options.get("require_tool_approval"):
+            options["require_tool_approval"] = True  # as the run it goes on for was asked
         try:
             defaults = await agent.resolve_default_options(options.get("request_context"))
             run_options = parse_run_options(options, defaults, agent.hooks)
             plan = await self._plan(run_options, [])
+            plan.resume = resume
         except BaseException as error:
             assert agent.memory is not None
             message = f"{type(error).__name__}: {error}"
@@ -236,7 +248,7 @@ class ThreadRuntime:
         memory = self.agent.memory
         if memory is None:
             return []
-        started: list[str] = []
+        started = await self.resume_parked()
         for thread_id in await memory.store.stranded_threads():
             rescued = await memory.store.rescue_stranded(
                 thread_id, owner=self._owner, ttl_s=memory.lease_ttl_s, agent_id=self.agent.id
@@ -244,6 +256,24 @@ class ThreadRuntime:
             if rescued is not None:
                 run_id, resource_id = rescued
                 await self.start_woken_run(thread_id, resource_id, run_id, {})
+                started.append(run_id)
+        return started
+
+    async def resume_parked(self) -> list[str]:
+        """Go on for the parked runs of this agent that are answered but whose owner died: a
+        new run here executes the answers and goes on (a rescue pass does this, told by the
+        store's change feed of the answer; ``Store.resume_parked``). The ids of the runs."""
+        memory = self.agent.memory
+        if memory is None:
+            return []
+        started: list[str] = []
+        for thread_id in await memory.store.resumable_threads():
+            resumed = await memory.store.resume_parked(
+                thread_id, owner=self._owner, ttl_s=memory.lease_ttl_s, agent_id=self.agent.id
+            )
+            if resumed is not None:
+                run_id, resource_id, answers = resumed
+                await self.start_woken_run(thread_id, resource_id, run_id, {}, answers)
                 started.append(run_id)
         return started
 

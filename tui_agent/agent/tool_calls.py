@@ -65,6 +65,17 @@ class ToolRunner:
             return result
         return result.model_copy(update={"result": kept})
 
+    async def run_answered(self, call: ToolCall, approved: bool, args: Any,
+                           declined: str) -> ToolResult:
+        """A call a person answered: approved, it runs with ``args`` (the input, maybe
+        edited); declined, its result is the error ``declined`` (the model reads it)."""
+        call = call.model_copy(update={"args": args})
+        if approved:
+            return await self._run(call)
+        result = error_result(call, declined)
+        self._emit(TOOL_RESULT, result.model_dump())
+        return result
+
     async def _run(self, call: ToolCall) -> ToolResult:
         result = await self._execute(call)
         self._emit(TOOL_RESULT, await self._shown_result(call, result))

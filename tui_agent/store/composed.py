@@ -3,9 +3,10 @@
 A store is its role objects side by side: ``store.log`` (threads, messages, the event log,
 read), ``store.log_writes`` (the same, and runs and leases, written), ``store.runs`` (runs,
 leases and waiting signals, read), ``store.lanes`` (state lanes), ``store.inbox`` (the
-notification inbox), ``store.search`` (messages found by their words) and ``store.transfer``
-(a thread whole, out and in), each written once (``reads.py``, ``log_writes.py``,
-``lanes.py``, ``inbox.py``, ``search.py``, ``transfer.py``) on the store's
+notification inbox), ``store.approvals`` (tool calls waiting for a person), ``store.search``
+(messages found by their words) and ``store.transfer`` (a thread whole, out and in), each
+written once (``reads.py``, ``log_writes.py``, ``lanes.py``, ``inbox.py``, ``approvals.py``,
+``search.py``, ``transfer.py``) on the store's
 own :class:`~tui_agent.store.roles.Database` or ``Writer``. What
 differs between the stores (how a write transaction runs, who is told of a commit, the queued
 forms of a write) is each store's own class.
@@ -17,6 +18,7 @@ name (a :class:`~tui_agent.store.roles.Door`): ``store.get_thread(...)`` is
 
 from __future__ import annotations
 
+from tui_agent.store.approvals import Approvals
 from tui_agent.store.inbox import Inbox
 from tui_agent.store.lanes import StateLanes
 from tui_agent.store.log_writes import LogWrites, Writer
@@ -38,6 +40,7 @@ class ComposedStore:
         self.inbox = Inbox(database, writer)
         self.search = MessageSearch(database)
         self.transfer = ThreadTransfer(database)
+        self.approvals = Approvals(database, writer)
 
     # -- the thread log, read --
     get_thread = Door("log", LogReads.get_thread)
@@ -102,3 +105,13 @@ class ComposedStore:
     mark_notifications_summarized = Door("inbox", Inbox.mark_notifications_summarized)
     release_notifications = Door("inbox", Inbox.release_notifications)
     record_failed_delivery = Door("inbox", Inbox.record_failed_delivery)
+
+    # -- tool calls waiting for approval --
+    park_run = Door("approvals", Approvals.park_run)
+    answer_approval = Door("approvals", Approvals.answer_approval)
+    take_answers = Door("approvals", Approvals.take_answers)
+    resume_parked = Door("approvals", Approvals.resume_parked)
+    get_approval = Door("approvals", Approvals.get_approval)
+    find_approval = Door("approvals", Approvals.find_approval)
+    list_approvals = Door("approvals", Approvals.list_approvals)
+    resumable_threads = Door("approvals", Approvals.resumable_threads)

@@ -47,6 +47,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from tui_agent.store.records import (
     ActiveRun,
+    ApprovalRecord,
     EventIn,
     FinishOutcome,
     MessageHit,
@@ -526,8 +527,59 @@ class InboxStore(Protocol):
 
 
 @runtime_checkable
+class ApprovalStore(Protocol):
+    """Tool calls a run waits on for a person's answer (``store/approvals.py``). While a run
+    waits, its thread stays its own even past its lease's expiry (its owner may be dead):
+    signals wait pending for it, a direct run is refused and no rescue starts a new run."""
+
+    async def park_run(
+        self, thread_id: str, resource_id: str, run_id: str, *, agent_id: str | None,
+        approvals: Sequence[Any], messages: Sequence[MessageIn] = (),
+        events: Sequence[EventIn] = (),
+    ) -> None:
+        """Store the calls (``ApprovalIn``) run ``run_id`` waits on, after its step's messages
+        and log, atomically. Fenced."""
+        ...
+
+    async def answer_approval(
+        self, approval_id: str, *, approved: bool, args: Any = None, reason: str | None = None,
+        owner: str, ttl_s: float, agent_id: str | None = None, take_over_dead: bool = True,
+    ) -> Any:
+        """Answer one waiting call (an ``Answered``); ``ApprovalError`` for an unknown or
+        answered id, nothing changed. The last answer of a run whose owner is dead takes it
+        over for ``owner`` (a new run, ``Answered.takeover``) when the run is ``agent_id``'s."""
+        ...
+
+    async def take_answers(self, thread_id: str, run_id: str) -> list[ApprovalRecord] | None:
+        """The live run takes its answers (None while a call is pending). Fenced."""
+        ...
+
+    async def resume_parked(
+        self, thread_id: str, *, owner: str, ttl_s: float, agent_id: str | None = None
+    ) -> tuple[str, str, list[ApprovalRecord]] | None:
+        """Take over an answered parked run whose owner died: (new run, resource, answers)."""
+        ...
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None: ...
+
+    async def find_approval(self, run_id: str, tool_call_id: str) -> ApprovalRecord | None: ...
+
+    async def list_approvals(
+        self, *, status: str | None = "pending", thread_id: str | None = None,
+        run_id: str | None = None, limit: int = 500,
+    ) -> list[ApprovalRecord]:
+        """Oldest first; by default every thread's pending calls."""
+        ...
+
+    async def resumable_threads(self) -> list[str]:
+        """Threads whose parked run is answered and whose owner died."""
+        ...
+
+
+@runtime_checkable
 class Store(
-    StoreHandle, ThreadLog, RunsAndLeases, SignalRouting, StateLaneStore, InboxStore, Protocol
+    StoreHandle, ThreadLog, RunsAndLeases, SignalRouting, StateLaneStore, InboxStore,
+    ApprovalStore, Protocol,
 ):
     """What a store does: every role above. Every method is ``async`` except the listener
     pair, :meth:`request_abort_sync`, ``append_soon``, the two ``route_signal_*`` queueing

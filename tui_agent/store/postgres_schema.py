@@ -298,6 +298,34 @@ MIGRATIONS: list[str] = [
     SELECT tui_agent_search_row(m.seq, tui_agent_message_text(m.content, m.signal_id))
         FROM messages m WHERE m.role IN ('user', 'assistant');
     """,
+    # 6: tool calls that wait for a human (as SQLite's 6), with the change trigger: a parked
+    #    run in another process hears its answer through LISTEN/NOTIFY.
+    """
+    CREATE TABLE tool_approvals (
+        seq          bigserial PRIMARY KEY,
+        id           text NOT NULL UNIQUE,
+        thread_id    text NOT NULL,
+        resource_id  text NOT NULL,
+        run_id       text NOT NULL,
+        agent_id     text,
+        tool_call_id text NOT NULL,
+        tool_name    text NOT NULL,
+        args         text NOT NULL,
+        options      text NOT NULL DEFAULT '{}',
+        status       text NOT NULL,
+        answer_args  text,
+        reason       text,
+        answered_by  text,
+        taken_by     text,
+        created_at   double precision NOT NULL,
+        answered_at  double precision,
+        UNIQUE (run_id, tool_call_id)
+    );
+    CREATE INDEX tool_approvals_untaken ON tool_approvals(run_id) WHERE taken_by IS NULL;
+    CREATE INDEX tool_approvals_by_status ON tool_approvals(status, seq);
+    CREATE TRIGGER tool_approvals_notify AFTER INSERT OR UPDATE ON tool_approvals
+        FOR EACH ROW EXECUTE FUNCTION tui_agent_notify_thread();
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

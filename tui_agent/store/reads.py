@@ -44,6 +44,21 @@ FLAG_ABORT: Final = (
 )
 
 
+# A lease whose run still holds its thread (inside a NOT EXISTS on leases ``l``): live, or
+# held by the run's wait for an answer to a tool call (migration 6, store/approvals.py).
+_HELD: Final = (
+    "AND (l.expires_at > {now} OR EXISTS (SELECT 1 FROM tool_approvals a"
+    " WHERE a.run_id=l.run_id AND a.taken_by IS NULL))"
+)
+# The lease ``l``'s run was answered on every call it waits on and has not taken the answers:
+# it goes on, in its owner or (its owner dead) in whoever takes it over (a rescue pass).
+_ANSWERED: Final = (
+    "SELECT 1 FROM tool_approvals a WHERE a.run_id=l.run_id AND a.taken_by IS NULL"
+    " AND NOT EXISTS (SELECT 1 FROM tool_approvals p WHERE p.run_id=l.run_id"
+    " AND p.status='pending')"
+)
+
+
 class LogReads:
     """Threads, messages and the event log, read."""
 
@@ -197,8 +212,7 @@ class RunReads:
         ``signals_waiting`` index."""
         found = await self.database.rows(
             "SELECT DISTINCT s.thread_id FROM signals s WHERE s.status IN ('pending', 'queued')"
-            " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id"
-            " AND l.expires_at > {now})",
+            f" AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id {_HELD})",
             self.database.dialect.now_args(),
         )
         return [row[0] for row in found]
@@ -211,15 +225,16 @@ class RunReads:
         now = self.database.dialect.now_args()
         found = await self.database.rows(
             "SELECT EXISTS (SELECT 1 FROM signals s WHERE s.status IN ('pending', 'queued')"
-            " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id"
-            " AND l.expires_at > {now})),"
-            " (SELECT MIN(l.expires_at) FROM leases l WHERE l.expires_at > {now} AND EXISTS"
+            f" AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id {_HELD})),"
+            " (SELECT MIN(l.expires_at) FROM leases l WHERE l.expires_at > {now} AND (EXISTS"
             " (SELECT 1 FROM signals s WHERE s.thread_id=l.thread_id"
-            " AND s.status IN ('pending', 'queued'))) - {now}",
-            (*now, *now, *now),
+            f" AND s.status IN ('pending', 'queued')) OR EXISTS ({_ANSWERED}))) - {{now}},"
+            " EXISTS (SELECT 1 FROM leases l WHERE l.expires_at <= {now}"
+            f" AND EXISTS ({_ANSWERED}))",
+            (*now, *now, *now, *now),
         )
-        stranded, due_in = found[0]
-        return bool(stranded), None if due_in is None else float(due_in)
+        stranded, due_in, resumable = found[0]
+        return bool(stranded) or bool(resumable), None if due_in is None else float(due_in)
 
     async def has_pending_signals(self, thread_id: str) -> bool:
         row = await first(

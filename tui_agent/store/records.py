@@ -96,6 +96,27 @@ class ActiveRun(Record):
     abort_requested: bool = False
 
 
+class ApprovalRecord(Record):
+    """A tool call a run waits on for a person's answer (``store/approvals.py``)."""
+
+    id: str
+    thread_id: str
+    resource_id: str
+    run_id: str
+    agent_id: str | None = None
+    tool_call_id: str
+    tool_name: str
+    args: Any = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    status: str  # pending | approved | declined | cancelled
+    answer_args: Any = None  # the edited input an approval gave, if any
+    reason: str | None = None  # a decline's reason
+    answered_by: str | None = None
+    taken_by: str | None = None  # the run that executed the answer
+    created_at: datetime
+    answered_at: datetime | None = None
+
+
 # -- the state lanes ----------------------------------------------------------------------------
 
 LaneMode = Literal["snapshot", "delta"]

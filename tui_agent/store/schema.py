@@ -235,6 +235,36 @@ MIGRATIONS: list[str] = [
             FROM messages m WHERE m.role IN ('user', 'assistant'))
         WHERE body IS NOT NULL AND body != '';
     """,
+    # 6: tool calls that wait for a human (issue 24): one row per call a run parked on
+    #    (``require_approval``), pending until someone approves or declines it, then taken by
+    #    the run that executes the answer (``taken_by``). A thread whose lease names a run with
+    #    an untaken row is held: its lease is not reaped when it expires (the run waits, its
+    #    owner may be gone), signals are kept pending for it, and whoever answers last takes it
+    #    over if its owner is dead. Read and written by store/approvals.py.
+    """
+    CREATE TABLE tool_approvals (
+        seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+        id           TEXT NOT NULL UNIQUE,
+        thread_id    TEXT NOT NULL,
+        resource_id  TEXT NOT NULL,
+        run_id       TEXT NOT NULL,
+        agent_id     TEXT,
+        tool_call_id TEXT NOT NULL,
+        tool_name    TEXT NOT NULL,
+        args         TEXT NOT NULL,
+        options      TEXT NOT NULL DEFAULT '{}',
+        status       TEXT NOT NULL,
+        answer_args  TEXT,
+        reason       TEXT,
+        answered_by  TEXT,
+        taken_by     TEXT,
+        created_at   REAL NOT NULL,
+        answered_at  REAL,
+        UNIQUE (run_id, tool_call_id)
+    );
+    CREATE INDEX tool_approvals_untaken ON tool_approvals(run_id) WHERE taken_by IS NULL;
+    CREATE INDEX tool_approvals_by_status ON tool_approvals(status, seq);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -237,10 +237,30 @@ def live_lease(d: Dialect, thread_id: str) -> Txn[tuple[str, str] | None]:
     if not found:
         return None
     run_id, owner, live = found[0]
-    if live:
-        return run_id, owner
+    if live or (yield from held(d, run_id)):
+        return run_id, owner  # held: the run waits for an answer, its owner may be gone
     yield from interrupt(d, thread_id, run_id)
     return None
+
+
+def held(d: Dialect, run_id: str) -> Txn[bool]:
+    """The run waits for an answer to a tool call (``tool_approvals``, not taken yet): its
+    thread stays its own though its lease expired, until the answer is taken (by it, or by
+    whoever takes it over: ``store/approvals.py``)."""
+    found: list[Row] = yield _query(
+        d, "SELECT 1 FROM tool_approvals WHERE run_id=? AND taken_by IS NULL LIMIT 1", run_id
+    )
+    return bool(found)
+
+
+def close_approvals(d: Dialect, run_id: str) -> Txn[None]:
+    """A run ends: the tool calls it still waited on are cancelled (no run will execute an
+    answer to them), the answered ones it never took are marked taken."""
+    yield _run(
+        d, "UPDATE tool_approvals SET status=CASE WHEN status='pending' THEN 'cancelled'"
+        " ELSE status END, taken_by=? WHERE run_id=? AND taken_by IS NULL",
+        run_id, run_id,
+    )
 
 
 def interrupt(d: Dialect, thread_id: str, run_id: str) -> Txn[None]:
@@ -261,8 +281,8 @@ def reap_expired(d: Dialect, thread_id: str) -> Txn[bool]:
         d, "SELECT run_id, expires_at > {now} FROM leases WHERE thread_id=?",
         *d.now_args(), thread_id,
     )
-    if not found or found[0][1]:
-        return False  # renewed, or reaped by someone else, meanwhile
+    if not found or found[0][1] or (yield from held(d, found[0][0])):
+        return False  # renewed, reaped by someone else meanwhile, or waiting for an answer
     yield from interrupt(d, thread_id, found[0][0])
     return True
 
@@ -333,6 +353,7 @@ def finish_run(
         d, "UPDATE runs SET status=?, finish_reason=?, error=?, ended_at=? WHERE id=?",
         status, finish_reason, error, time.time(), run_id,
     )
+    yield from close_approvals(d, run_id)
     if keep_pending and resume:
         marker = SignalIn(new_id(), RESUME, {}, {})
         yield from insert_signal(d, thread_id, resource_id, marker, "pending", run_id)
