@@ -26,6 +26,8 @@ async def run_command(args: argparse.Namespace) -> int:
         from tui_agent.cli.transfer import run_export as command
     elif args.command == "import":
         from tui_agent.cli.transfer import run_import as command
+    elif args.command in ("approvals", "approve", "deny"):
+        from tui_agent.cli.approvals import run as command
     elif args.command == "serve":
         from tui_agent.cli.serve import run_serve as command
     else:  # parse_args allows no other command

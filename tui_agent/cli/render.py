@@ -33,6 +33,7 @@ from tui_agent.events import (
     StartPayload,
     StepFinishPayload,
     TextDeltaPayload,
+    ToolCallApprovalPayload,
     ToolCallPayload,
     ToolResultPayload,
 )
@@ -302,6 +303,14 @@ class Renderer:
             Text.assemble(("  ⚙ ", "yellow"), (str(name), "bold yellow"),
                           (f"({one_line(payload.get('args', {}))})", "yellow"))
         )
+
+    def _on_tool_call_approval(self, chunk: Chunk, payload: ToolCallApprovalPayload) -> None:
+        self._end_text()
+        approval_id = payload.get("approval_id", "?")
+        self.console.print(Text.assemble(
+            ("  ⏸ waiting for approval ", "bold magenta"), (str(approval_id), "bold"),
+            (f": tui-agent approve {approval_id}   or   tui-agent deny {approval_id}"
+             " --reason TEXT", "magenta")))
 
     def _on_tool_result(self, chunk: Chunk, payload: ToolResultPayload) -> None:
         self._end_text()

@@ -11,8 +11,10 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from tui_agent.startup.approval_args import approval_parsers
+
 COMMANDS = ("chat", "send", "watch", "notify", "state", "search", "export", "import", "serve",
-            "config")
+            "config", "approvals", "approve", "deny")
 
 _DESCRIPTION = """\
 Agents on shared, live threads. Every command works on one thread of a store (a SQLite file,
@@ -30,6 +32,7 @@ several terminals on the same --db and --resource/--thread see the same conversa
   tui-agent export -t main             a thread whole, as Markdown or JSON (to import elsewhere)
   tui-agent serve                      the app in a browser, on http://127.0.0.1:8000
   tui-agent config                     the effective settings and where each came from
+  tui-agent approvals                  tool calls waiting for a person (approve ID, deny ID)
 
 With no command, the app runs.
 """
@@ -131,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     _state_parser(sub, fmt)
     _search_parser(sub, fmt)
     _transfer_parsers(sub, fmt)
+    approval_parsers(sub, fmt, _common, _COMMON_EPILOG)
     serve = sub.add_parser("serve", help="the app in a browser (textual-serve)",
                            formatter_class=fmt, epilog=_SERVE_EPILOG + "\n" + _COMMON_EPILOG)
     _common(serve)
