@@ -49,6 +49,7 @@ def binding_scopes() -> dict[str, list[Any]]:
     from tui_agent.app.screens.help import HelpScreen
     from tui_agent.app.screens.model_picker import ModelPicker
     from tui_agent.app.screens.thread_picker import ThreadPicker
+    from tui_agent.app.widgets.approvals_queue import ApprovalsQueue
     from tui_agent.app.widgets.composer import Composer
     from tui_agent.app.widgets.inbox_list import InboxList
     from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
@@ -66,6 +67,7 @@ def binding_scopes() -> dict[str, list[Any]]:
         "confirm": list(ConfirmScreen.BINDINGS),
         "help": list(HelpScreen.BINDINGS),
         "inbox": [*InboxSidebar.BINDINGS, *InboxList.BINDINGS],
+        "approvals": list(ApprovalsQueue.BINDINGS),
         "state": list(StatePanel.BINDINGS),  # escape repeats pane.abort on purpose
     }
 
@@ -106,6 +108,7 @@ class TuiAgentApp(App[int]):
         Binding("f11", "toggle_maximize", "Maximise", id="app.maximize"),
         Binding("f1", "toggle_help", "Help", id="app.help"),
         Binding("f2", "toggle_inbox", "Inbox", id="app.toggle_inbox"),
+        Binding("f10", "approvals", "Approvals", show=False, id="app.approvals"),
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
     ]
 
@@ -199,8 +202,11 @@ class TuiAgentApp(App[int]):
             self.theme = config.theme
         self.show_inbox, self.show_state = config.show_inbox, config.show_state
         self._apply_keymap()
-        await self.query_one("#main").mount(
-            InboxSidebar(config.agent.memory, pane_threads=self._pane_threads, id="inbox"))
+        inbox = InboxSidebar(config.agent.memory, pane_threads=self._pane_threads, id="inbox")
+        await self.query_one("#main").mount(inbox)
+        from tui_agent.app.widgets.approvals_queue import ApprovalsQueue
+
+        await inbox.mount(ApprovalsQueue(config.agent, id="approvals"), before=0)
         for resource_id, thread_id in config.threads:
             self.open_pane(resource_id, thread_id)
         if not config.threads:
@@ -410,6 +416,20 @@ class TuiAgentApp(App[int]):
 
         found = self.query(InboxSidebar)
         return found.first() if found else None
+
+    def action_approvals(self) -> None:
+        """Focus the approvals queue (above the inbox: shown with it), if a call waits."""
+        if not self.ready:
+            return
+        from tui_agent.app.widgets.approvals_queue import ApprovalsQueue
+
+        queue = self.query_one(ApprovalsQueue)
+        if not queue.feed.records:
+            self.notify("no tool call waits for approval", title="approvals", timeout=4)
+            return
+        if self.plan.inbox == "hidden":
+            self.action_toggle_inbox()
+        queue.focus_queue()
 
     def action_toggle_inbox(self) -> None:
         """Hidden: show and focus it. Shown, focus elsewhere: focus it. Focused: hide it.

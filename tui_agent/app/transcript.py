@@ -35,7 +35,8 @@ class Entry:
     text: str = ""  # user text, assistant Markdown, signal contents, marker text
     author: str = ""  # user: name; assistant: agent id
     source: str = ""  # user: the ``from`` attribute
-    status: str = ""  # assistant: streaming|done|aborted|failed|interrupted; tool: running|ok|error
+    status: str = ""  # assistant: streaming|done|aborted|failed|interrupted;
+    # tool: running|waiting (for approval)|ok|error
     tag: str = ""  # signal: tag name (or type); tool: tool name
     signal_type: str = ""  # signal: state, notification, reactive, digest, custom
     attributes: dict[str, Any] = field(default_factory=dict)
@@ -219,6 +220,14 @@ class Transcript:
         self._tool_calls[str(payload.get("tool_call_id"))] = entry
         self._add(entry)
 
+    def _on_tool_call_approval(
+        self, run_id: str | None, payload: events.ToolCallApprovalPayload
+    ) -> None:
+        entry = self._tool_calls.get(str(payload.get("tool_call_id")))
+        if entry is not None and entry.status == "running":
+            entry.status = "waiting"  # for a person's approval (issue 24)
+            self._touch(entry)
+
     def _on_tool_result(self, run_id: str | None, payload: events.ToolResultPayload) -> None:
         entry = self._tool_calls.get(str(payload.get("tool_call_id")))
         if entry is None:
@@ -312,7 +321,9 @@ class Transcript:
         run.output_tokens = int(usage.get("output_tokens") or 0)
         self.last_run = self.last_ended = run
         for entry in self._tool_calls.values():
-            if entry.run_id == run_id and entry.status == "running" and status != "finished":
+            # A call waiting for approval outlives an interrupted run: another goes on for it.
+            open_ = ("running",) if status == "interrupted" else ("running", "waiting")
+            if entry.run_id == run_id and entry.status in open_ and status != "finished":
                 entry.status = "error"
                 self._touch(entry)
 

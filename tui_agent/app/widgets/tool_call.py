@@ -13,7 +13,8 @@ from tui_agent.app.transcript import Entry
 from tui_agent.text import one_line
 
 STATUS = {"running": ("…", "$text-muted"), "ok": ("✓", "$text-success"),
-          "error": ("✗", "$text-error")}
+          "error": ("✗", "$text-error"),
+          "waiting": ("⏸ waits for approval (f10)", "bold $text-warning")}
 SHORT = 60
 
 
