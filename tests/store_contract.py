@@ -857,3 +857,15 @@ class StoreContract:
         with pytest.raises(ApprovalError, match="cancelled already"):
             await store.answer_approval(approval.id, approved=True, owner="cli", ttl_s=15)
         assert await store.start_run(T, R, "next", owner=OWNER, ttl_s=15)  # free again
+
+    async def test_a_parked_run_set_aside_gives_up_its_lease_and_is_taken_over(
+        self, store: Store
+    ) -> None:
+        (approval,) = await self._park(store)
+        assert await store.release_parked(T, "run-1")
+        assert await store.active_run(T) is None  # given up: as if its owner had died
+        assert not await store.start_run(T, R, "direct", owner="other", ttl_s=15)  # held still
+        answered = await store.answer_approval(approval.id, approved=True, owner="later",
+                                               ttl_s=15, agent_id="agent")
+        assert answered.takeover is not None
+        assert not await store.release_parked(T, "run-1")  # no longer its thread

@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from tui_agent import Agent, ApprovalError, Memory, ScriptedModel, create_tool
+from tui_agent import (
+    Agent,
+    ApprovalError,
+    Memory,
+    RunSetAsideError,
+    ScriptedModel,
+    create_tool,
+)
 from tui_agent.agent.output import AgentOutput
 
 pytestmark = pytest.mark.both_stores
@@ -291,3 +298,39 @@ async def _pending(memory: Memory | None) -> Any:
             return found[0]
         await asyncio.sleep(0.01)  # polling the store from the test: a bounded failure guard
     raise AssertionError("no call waited for approval")
+
+
+async def test_a_waiting_run_survives_its_process_closing_and_goes_on_where_answered(
+    agents: Any, stores: Any
+) -> None:
+    """``Agent.close()`` (an app quitting) sets a waiting run aside: its call stays pending,
+    and the agent that answers it, in a process started later, goes on with it."""
+    first = agents(
+        model=calls_deploy(),
+        tools={"deploy": deploy_tool(require_approval=True)},
+        memory=Memory(store=stores()),
+    )
+    output = await first.stream("ship it", memory=THREAD)
+    chunk = await until_waiting(output)
+    assert await asyncio.wait_for(first.close(), GUARD_S) == []  # not aborted: set aside
+    with pytest.raises(RunSetAsideError, match="whoever answers them goes on"):
+        await output.result()
+    model = ScriptedModel(replies=["Deployed after the restart."])
+    later = agents(
+        model=model,
+        tools={"deploy": deploy_tool(require_approval=True)},
+        memory=Memory(store=stores()),
+    )
+    (pending,) = await later.memory.list_approvals()
+    assert pending.id == chunk["payload"]["approval_id"]
+    receipt = later.send_message("meanwhile", resource_id="ann", thread_id="deploys")
+    assert (await receipt.accepted) == {"action": "deliver", "run_id": chunk["run_id"]}
+    answer = await later.approve_tool_call(
+        run_id=chunk["run_id"], tool_call_id=chunk["payload"]["tool_call_id"]
+    )
+    assert answer.output is not None and answer.run_id != chunk["run_id"]
+    result = await asyncio.wait_for(answer.output.result(), GUARD_S)
+    assert result.text == "Deployed after the restart."
+    assert [r.result for r in result.tool_results] == ["deployed to prod x1"]
+    roles = [m["role"] for m in model.requests[0].messages]
+    assert roles[-3:] == ["assistant", "tool", "user"]  # the call's result, then what waited

@@ -69,8 +69,9 @@ class Cli:
             )
 
     def finish(self) -> tuple[int, str, str]:
+        """Exit code, stdout, and stderr with its lines joined (rich wraps them at 80)."""
         code = self.process.wait(GUARD_S)
-        return code, self._out.read_text(), self._err.read_text()
+        return code, self._out.read_text(), " ".join(self._err.read_text().split())
 
 
 @pytest.fixture
@@ -176,3 +177,26 @@ def test_a_run_whose_owner_was_killed_goes_on_in_the_terminal_that_answers(
     assert next(r for r in runs if r.id == call.run_id).status == "interrupted"
     stored = _with_store(db, lambda s: s.get_approval(call.id))
     assert stored.status == "approved" and stored.taken_by not in (None, call.run_id)
+
+
+def test_a_run_answered_by_another_agent_goes_on_in_the_next_process_with_its_agent(
+    db: str, cli: Any
+) -> None:
+    """Answered from a terminal whose agent is not the run's (the demo agent): the answer
+    stands, and the next process with the run's agent (here ``watch``) goes on with it — its
+    event-driven rescue pass resumes answered runs whose owner died."""
+    owner = cli("send", "-r", R, "-t", T, "deploy prod", ttl_s=1.0)
+    (call,) = waiting_calls(db)
+    owner.process.kill()
+    owner.process.wait(GUARD_S)
+    code, _, err = cli("approve", call.id, agent=False, ttl_s=1.0).finish()
+    assert code == 0 and "goes on in a process with agent 'deployer'" in err
+    watcher = cli("watch", "-r", R, "-t", T, "--json", ttl_s=1.0)
+    deadline = time.monotonic() + GUARD_S
+    while not any(r.status == "finished" for r in _with_store(db, lambda s: s.list_runs(T))):
+        assert time.monotonic() < deadline, "no process went on with the answered run"
+        time.sleep(0.05)
+    watcher.process.terminate()
+    messages = _with_store(db, lambda s: s.list_messages(T, limit=50))
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[-1].content == "the tool said deployed to prod x1"

@@ -17,7 +17,8 @@ _ERRORS = (
     "TuiAgentError", "ConfigError", "ArgumentTypeError", "MissingCredentialError",
     "UnknownProviderError", "ToolDefinitionError", "RequestContextError", "SignalError",
     "ModelCallError",
-    "ModelNotInstalledError", "ProcessorError", "RunFailedError", "StoreError", "ApprovalError",
+    "ModelNotInstalledError", "ProcessorError", "RunFailedError", "StoreError",
+    "ApprovalError", "RunSetAsideError",
     "StoreCorruptError", "LeaseLostError", "StoreFullError", "ThreadBusyError",
 )
 _EVENTS = (
@@ -46,11 +47,11 @@ __all__ = [  # every name of _EXPORTS (tests/test_import.py)
     "ConfigError", "EchoChunk", "ErrorChunk", "FinishChunk", "InterruptedChunk", "LeaseLostError",
     "Memory", "MissingCredentialError", "ModelCallError", "ModelNotInstalledError",
     "PostgresStore", "ProcessorError", "RequestContext", "RequestContextError", "RunFailedError",
-    "ScriptedModel", "SignalError", "SqliteStore", "StartChunk", "StepFinishChunk",
-    "StepStartChunk", "Store", "StoreCorruptError", "StoreError", "StoreFullError",
-    "SupersededChunk", "TextDeltaChunk", "ThreadBusyError", "Tool", "ToolCallApprovalChunk",
-    "ToolCallChunk", "ToolDefinitionError", "ToolResultChunk", "TuiAgentError",
-    "UnknownProviderError", "__version__", "create_tool", "is_end", "open_store",
+    "RunSetAsideError", "ScriptedModel", "SignalError", "SqliteStore", "StartChunk",
+    "StepFinishChunk", "StepStartChunk", "Store", "StoreCorruptError", "StoreError",
+    "StoreFullError", "SupersededChunk", "TextDeltaChunk", "ThreadBusyError", "Tool",
+    "ToolCallApprovalChunk", "ToolCallChunk", "ToolDefinitionError", "ToolResultChunk",
+    "TuiAgentError", "UnknownProviderError", "__version__", "create_tool", "is_end", "open_store",
 ]
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
         ProcessorError,
         RequestContextError,
         RunFailedError,
+        RunSetAsideError,
         SignalError,
         StoreCorruptError,
         StoreError,

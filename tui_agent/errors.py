@@ -99,3 +99,9 @@ class ApprovalError(TuiAgentError, ValueError):
     """An answer to a tool call waiting for approval was refused, and nothing changed: no call
     waits under that id, it was answered already, or the edited input fails the tool's
     schema."""
+
+
+class RunSetAsideError(TuiAgentError):
+    """This process closed the agent while the run waited for a person's approval: the run
+    stopped here without an end, its calls stay pending and its thread held, and whoever
+    answers them goes on with it (a new run there)."""

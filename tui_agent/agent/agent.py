@@ -534,14 +534,18 @@ class Agent:
         a run left going would write to a store its caller closes next, reopening it), then stop
         background work (dispatcher).
 
-        ``timeout`` (seconds) bounds each wait: runs still going after it are aborted as
-        ``output.abort()`` does (the partial answer kept, the run ends "aborted"; a queued run
-        that starts meanwhile too) and waited for, again at most ``timeout``; what is still left
-        then (a run or a signal's routing stuck where an abort cannot reach) is cancelled.
+        A run waiting for a person's approval is not waited for: it is set aside (its calls
+        stay pending, whoever answers them goes on with it; its result raises
+        ``RunSetAsideError``). ``timeout`` (seconds) bounds each wait: runs still going after
+        it are aborted as ``output.abort()`` does (the partial answer kept, the run ends
+        "aborted"; a queued run that starts meanwhile too) and waited for, again at most
+        ``timeout``; what is still left then (a run or a signal's routing stuck where an abort
+        cannot reach) is cancelled.
         Returns the ids of the runs it had to abort: [] when everything ended in time, as always
         without a timeout."""
         runtime = self.runtime
         aborted: list[str] = []
+        await runtime.set_aside_parked()  # runs waiting for approval: answered from anywhere
         if not await runtime.settle(timeout):
             aborted += await runtime.stop_work(timeout)
         with contextlib.suppress(TimeoutError):  # a dispatcher pass stuck past it is cancelled

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tui_agent.agent.result import ToolCall
-from tui_agent.errors import ApprovalError
+from tui_agent.errors import ApprovalError, RunSetAsideError
 from tui_agent.events import FROM_AGENT, TOOL_CALL_APPROVAL
 from tui_agent.store.approvals import ApprovalIn
 from tui_agent.store.changes import ChangeFeed
@@ -56,6 +56,13 @@ class Parked:
     memoryless: bool
     told: asyncio.Event = field(default_factory=asyncio.Event)
     answers: dict[str, LocalAnswer] = field(default_factory=dict[str, LocalAnswer])
+    aside: bool = False  # its process closes: stop waiting, leave the calls pending
+
+    def set_aside(self) -> None:
+        """Its process closes the agent: the run stops waiting here, its calls stay pending
+        in the store and whoever answers them goes on with it (``RunSetAsideError``)."""
+        self.aside = True
+        self.told.set()
 
     def answer_here(self, tool_call_id: str, answer: LocalAnswer) -> None:
         """A memoryless run's answer (``ApprovalError`` if the call waits for none)."""
@@ -84,6 +91,13 @@ class ParkedRuns:
 
     def get(self, run_id: str) -> Parked | None:
         return self._parked.get(run_id)
+
+    def set_aside_all(self) -> list[str]:
+        """Set aside every run waiting with memory (its process closes); their ids."""
+        stored = [p for p in self._parked.values() if not p.memoryless]
+        for parked in stored:
+            parked.set_aside()
+        return [p.run_id for p in stored]
 
     def tell(self, run_id: str) -> None:
         """An answer to one of run ``run_id``'s calls was stored: it looks now."""
@@ -234,6 +248,13 @@ class ApprovalGate:
         watch = ChangeFeed.of(store).watch(local=True)  # answers from other processes
         try:
             while True:
+                if parked.aside:
+                    await store.release_parked(thread_id, self._run_id)
+                    raise RunSetAsideError(
+                        f"run {self._run_id} was set aside while it waited for approval (this"
+                        " process closed the agent): its calls stay pending, and whoever"
+                        " answers them goes on with it"
+                    )
                 parked.told.clear()
                 watch.event.clear()  # before the read: a commit after it sets it again
                 if not await store.list_approvals(run_id=self._run_id, status="pending"):

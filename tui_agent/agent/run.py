@@ -39,6 +39,7 @@ from tui_agent.agent.step_record import (
     usage_info,
 )
 from tui_agent.agent.tool_calls import ToolRunner
+from tui_agent.errors import RunSetAsideError
 from tui_agent.events import (
     FROM_AGENT,
     START,
@@ -152,6 +153,9 @@ class Run:
                 return await self._finish_aborted()
             await self._end.failed(self.write_error, self._partial, answer_owed=False)
             raise self.write_error from None
+        except RunSetAsideError:
+            self._intake.accepting = False  # no end written: the run that takes it over ends
+            raise
         except BaseException as error:
             self._intake.accepting = False
             await self._end.failed(error, self._partial, answer_owed=self._intake.answer_owed)

@@ -277,6 +277,18 @@ class ThreadRuntime:
                 started.append(run_id)
         return started
 
+    async def set_aside_parked(self) -> list[str]:
+        """This process closes: the runs waiting for answers (with memory) stop waiting here
+        without an end, their calls pending and their threads held, their leases given up, so
+        whoever answers goes on with them — pending approvals survive the process
+        (tests/test_approvals.py). The ids of the runs set aside."""
+        ids = self._parked.set_aside_all()
+        tasks = [run.output.task for run_id in ids if (run := self._runs.get(run_id))]
+        waiting = [task for task in tasks if task is not None and not task.done()]
+        if waiting:
+            await asyncio.wait(waiting)
+        return ids
+
     # -- settling -----------------------------------------------------------------------------
 
     async def settle(self, timeout: float | None) -> bool:

@@ -404,7 +404,9 @@ async def run_demo(agent: Any, say: Any, stop: asyncio.Event) -> None:
 
 async def stop_local_runs(agent: Any) -> None:
     """Abort this process's runs and wait (``STOP_WAIT_S`` each) for them to end; other
-    processes' runs go on."""
+    processes' runs go on. A run waiting for approval is set aside instead: its calls stay
+    pending, for any terminal (this app started again, too) to answer and go on with."""
+    await agent.runtime.set_aside_parked()
     for output in agent.local_runs():
         output.abort()
     for output in agent.local_runs():

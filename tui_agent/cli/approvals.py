@@ -95,12 +95,13 @@ async def _answer(
             err.print(f"{head} → run {done.run_id} goes on here (its owner had stopped)")
             return await _drive(agent, done.output, quiet=args.quiet)
         if done.run_id is not None:
-            output = await _unless_owner_goes_on(agent, record)
-            if output is None:
+            taken, output = await _unless_owner_goes_on(agent, record)
+            if taken:
                 err.print(f"{head} → run {done.run_id} goes on in the process that runs it")
                 return 0
-            err.print(f"{head} → run {output.run_id} goes on here (its owner had stopped)")
-            return await _drive(agent, output, quiet=args.quiet)
+            if output is not None:
+                err.print(f"{head} → run {output.run_id} goes on here (its owner had stopped)")
+                return await _drive(agent, output, quiet=args.quiet)
         waiting = [
             w
             for w in await agent.memory.list_approvals(thread_id=record.thread_id)
@@ -118,23 +119,24 @@ async def _answer(
         await agent.memory.store.close()
 
 
-async def _unless_owner_goes_on(agent: Any, record: Any) -> Any:
-    """The run's lease was live when answered: wait until its owner takes the answer (None),
-    or, if its lease runs out first (the owner died just before), take the run over here and
-    give its output. Told by the store's change feed; bounded by the lease's expiry."""
+async def _unless_owner_goes_on(agent: Any, record: Any) -> tuple[bool, Any]:
+    """The run's lease was live when answered: wait until its owner takes the answer (True,
+    None), or, if its lease runs out first (the owner died just before), take the run over
+    here: (False, its output), or (False, None) if it is another agent's run. Told by the
+    store's change feed; bounded by the lease's expiry."""
     memory = agent.memory
     with memory.changes.watch() as watch:
         while True:
             watch.event.clear()
             current = await memory.get_approval(record.id)
             if current is None or current.taken_by is not None:
-                return None
+                return True, None
             live = await memory.store.active_run(record.thread_id)
             if live is None or live.run_id != record.run_id:
                 agent.runtime.ensure_dispatcher()
                 resumed = await agent.runtime.resume_parked()
                 outputs = [o for o in agent.local_runs() if o.run_id in resumed]
-                return outputs[0] if outputs else None
+                return False, outputs[0] if outputs else None
             await watch.wait(max(0.0, live.expires_at.timestamp() - time.time()) + 0.05)
 
 

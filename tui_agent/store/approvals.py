@@ -301,6 +301,21 @@ def resume_parked(
     return new_run, run[0].resource_id, run
 
 
+def release_parked(d: Dialect, thread_id: str, run_id: str) -> Txn[bool]:
+    """The parked run's process sets it aside (it closes): its lease is given up as if its
+    owner had died, so the next answer takes the run over at once. False if the run no longer
+    holds the thread."""
+    yield from lock(d, thread_id)
+    found: list[Row] = yield _query(
+        d,
+        "UPDATE leases SET expires_at={now} - 1 WHERE thread_id=? AND run_id=? RETURNING 1",
+        *d.now_args(),
+        thread_id,
+        run_id,
+    )
+    return bool(found)
+
+
 # -- the role ---------------------------------------------------------------------------------
 
 
@@ -385,6 +400,13 @@ class Approvals:
         if resumed is not None:
             self.writer.notify(thread_id)
         return resumed
+
+    async def release_parked(self, thread_id: str, run_id: str) -> bool:
+        """Give up a parked run's lease as expired (its process sets it aside): its calls
+        stay pending, its thread held, and the next answer takes the run over."""
+        released = await self.writer.run_write(thread_id, release_parked, thread_id, run_id)
+        self.writer.notify(thread_id)
+        return released
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         row = await first(

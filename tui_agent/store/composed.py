@@ -111,6 +111,7 @@ class ComposedStore:
     answer_approval = Door("approvals", Approvals.answer_approval)
     take_answers = Door("approvals", Approvals.take_answers)
     resume_parked = Door("approvals", Approvals.resume_parked)
+    release_parked = Door("approvals", Approvals.release_parked)
     get_approval = Door("approvals", Approvals.get_approval)
     find_approval = Door("approvals", Approvals.find_approval)
     list_approvals = Door("approvals", Approvals.list_approvals)
