@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -41,7 +43,7 @@ def deploy_tool() -> Any:
     )
 
 
-def deployer(store: SqliteStore, name: str = "demo") -> Agent:
+def deployer(store: Any, name: str = "demo") -> Agent:
     """Asked anything, it calls ``deploy`` (prod); then it says what the tool said."""
 
     def reply(messages: list[dict[str, Any]], tools: Any) -> Any:
@@ -75,7 +77,7 @@ def app_on(agent: Agent) -> TuiAgentApp:
 
 
 @pytest.fixture
-async def agent(store: SqliteStore) -> Any:
+async def agent(store: Any) -> Any:
     made = deployer(store)
     yield made
     await made.close(timeout=5.0)
@@ -243,3 +245,49 @@ def test_snapshot_the_queue_with_a_waiting_call(
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 32), run_before=run_before)
+
+
+@pytest.mark.both_stores
+async def test_a_call_waiting_in_another_process_is_answered_from_the_app(
+    agent: Agent, tmp_path: Path
+) -> None:
+    """``tui-agent send`` in another process parks on a call; the app's queue shows it and
+    ``y`` answers it: the other process's run goes on and ends with the tool's result."""
+    root = Path(__file__).resolve().parents[2]
+    deployer_agent = f"{root / 'tests' / 'helpers' / 'approval_agents.py'}:deployer"
+    assert agent.memory is not None
+    await agent.memory.create_thread("deploys", resource_id="ann")
+    app = app_on(agent)
+    async with app.run_test(size=(160, 40)) as pilot:
+        queue = queue_of(app)
+        await until(pilot, lambda: queue.feed.loaded, "the queue read")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tui_agent",
+            "--db",
+            agent.memory.store.location,
+            "--agent",
+            deployer_agent,
+            "send",
+            "-r",
+            "ann",
+            "-t",
+            "deploys",
+            "deploy prod",
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            queue = await waiting(pilot)
+            assert "ann/deploys" in rows(queue)[0]
+            await pilot.press("f10", "y")
+            out, err = await asyncio.wait_for(process.communicate(), 30)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        assert process.returncode == 0, err.decode()
+        assert "the tool said deployed to prod x1" in out.decode()
+        await until(pilot, lambda: not queue.display, "the answered call gone")
