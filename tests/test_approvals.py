@@ -334,3 +334,40 @@ async def test_a_waiting_run_survives_its_process_closing_and_goes_on_where_answ
     assert [r.result for r in result.tool_results] == ["deployed to prod x1"]
     roles = [m["role"] for m in model.requests[0].messages]
     assert roles[-3:] == ["assistant", "tool", "user"]  # the call's result, then what waited
+
+
+async def test_the_approval_chunk_shows_the_display_form_and_the_tool_gets_the_real_input(
+    agents: Any, memory: Memory
+) -> None:
+    """A tool's transform policy hides a secret from what the stream shows: the
+    ``tool-call-approval`` chunk (and the log) get the display form, the stored call and the
+    tool the real input."""
+    seen: list[str] = []
+
+    def hide(ctx: dict[str, Any]) -> Any:
+        if ctx["phase"] == "input-available":
+            return {**ctx["input"], "env": "***"}
+        return None
+
+    tool = create_tool(
+        id="deploy",
+        description="Deploy",
+        input_schema=Deploy,
+        execute=lambda i: seen.append(i.env) or "ok",
+        transform=hide,
+        require_approval=True,
+    )
+    agent = agents(model=calls_deploy("ok"), tools={"deploy": tool}, memory=memory)
+    output = await agent.stream("ship it", memory=THREAD)
+    chunk = await until_waiting(output)
+    assert chunk["payload"]["args"] == {"env": "***"}
+    (stored,) = await memory.list_approvals()
+    assert stored.args == {"env": "prod"}
+    log = await memory.store.read_events("deploys", after_seq=0)
+    (logged,) = [e for e in log if e["type"] == "tool-call-approval"]
+    assert logged["payload"]["args"] == {"env": "***"}
+    await agent.approve_tool_call(
+        run_id=chunk["run_id"], tool_call_id=chunk["payload"]["tool_call_id"]
+    )
+    await rest(output)
+    assert seen == ["prod"]

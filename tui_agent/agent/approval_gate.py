@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -148,11 +148,13 @@ class ApprovalGate:
         log: RunLog | None,
         output: AgentOutput,
         parked: ParkedRegistry,
+        shown: Callable[[ToolCall], Awaitable[Any]],
     ) -> None:
         self._run_id, self._agent_id, self._owner = run_id, agent_id, owner
         self._tools, self._require_all, self._timeout_s = tools, require_all, timeout_s
         self._memory, self._log, self._output = memory, log, output
         self._parked = parked
+        self._shown = shown  # a call's arguments as the stream shows them (hooks["transform"])
 
     def waiting(self, calls: Sequence[ToolCall]) -> list[ToolCall]:
         """The calls that must wait for a person (a call of an unknown tool fails anyway)."""
@@ -178,7 +180,9 @@ class ApprovalGate:
         )
         self._parked.add(parked)
         try:
-            chunks = [self._chunk(a) for a in approvals]
+            chunks = [
+                self._chunk(a, await self._shown(c)) for a, c in zip(approvals, calls, strict=True)
+            ]
             await self._store(approvals, produced, chunks)
             for chunk in chunks:
                 self._output.push(chunk)
@@ -188,12 +192,12 @@ class ApprovalGate:
         finally:
             self._parked.discard(parked)
 
-    def _chunk(self, approval: ApprovalIn) -> dict[str, Any]:
+    def _chunk(self, approval: ApprovalIn, shown_args: Any) -> dict[str, Any]:
         payload = {
             "approval_id": approval.id,
             "tool_call_id": approval.tool_call_id,
             "tool_name": approval.tool_name,
-            "args": approval.args,
+            "args": shown_args,
         }
         return {
             "type": TOOL_CALL_APPROVAL,

@@ -103,6 +103,16 @@ class ToolRunner:
         )
         return payload
 
+    async def shown_args(self, call: ToolCall) -> Any:
+        """A call's arguments as the stream shows them (display form), keeping nothing: the
+        ``tool-call-approval`` chunk's (the stored call keeps the real ones, to run them)."""
+        policy = self._policy(call.tool_name)
+        if policy is None:
+            return call.args
+        context = {"tool_name": call.tool_name, "tool_call_id": call.tool_call_id,
+                   "input": call.args}
+        return await policy.apply("display", INPUT_PHASE, context, call.args)
+
     async def _shown_result(self, call: ToolCall, result: ToolResult) -> dict[str, Any]:
         """The ``tool-result`` chunk's payload (display form); keeps the transcript form."""
         payload = result.model_dump()
