@@ -129,8 +129,7 @@ def create_tool(
 ) -> Tool:
     """A tool for ``Agent(tools={...})``. ``execute(input, context)`` may be sync or async; a
     one-parameter function gets only ``input``. ``transform``: this tool's payload transform
-    policy (see :class:`TransformPolicy`). ``require_approval``: a run stops before each call
-    of this tool until a person approves or declines it (``Agent.approve_tool_call``)."""
+    policy (see :class:`TransformPolicy`)."""
     return Tool(
         id=id,
         description=description,
