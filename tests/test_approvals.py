@@ -371,3 +371,10 @@ async def test_the_approval_chunk_shows_the_display_form_and_the_tool_gets_the_r
     )
     await rest(output)
     assert seen == ["prod"]
+
+
+def test_how_long_a_call_waited_reads_at_a_glance() -> None:
+    from tui_agent.text import waited
+
+    assert [waited(s) for s in (-1, 12.7, 75, 3599, 7800, 288000)] == [
+        "0s", "12s", "1m 15s", "59m 59s", "2h 10m", "3d 8h"]

@@ -90,3 +90,16 @@ def snippet(text: str, terms: list[tuple[str, ...]], width: int = 100) -> str:
         start = space + 1 if space >= 0 else start
     cut = flat[start:start + width]
     return ("…" if start else "") + cut + ("…" if start + width < len(flat) else "")
+
+
+def waited(seconds: float) -> str:
+    """How long something has waited, to a glance: ``12s``, ``3m 05s``, ``2h 10m``, ``3d 4h``
+    (a tool call waiting for approval, in ``tui-agent approvals`` and the app's queue)."""
+    whole = max(0, int(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d {whole % 86400 // 3600}h"

@@ -25,7 +25,7 @@ from rich.table import Table
 from tui_agent.cli.render import Renderer, make_console, quiet_terminal
 from tui_agent.errors import ApprovalError
 from tui_agent.startup.agents import build_agent, open_memory
-from tui_agent.text import one_line
+from tui_agent.text import one_line, waited
 
 INPUT_CHARS = 60  # an input longer than this is cut in the table (--json has it whole)
 
@@ -39,8 +39,8 @@ async def run_approvals(args: argparse.Namespace) -> int:
     now = time.time()
     if args.json:
         for record in pending:
-            waited = round(now - record.created_at.timestamp(), 3)
-            line = {**record.model_dump(mode="json"), "age_s": waited}
+            age_s = round(now - record.created_at.timestamp(), 3)
+            line = {**record.model_dump(mode="json"), "age_s": age_s}
             sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
         return 0
     if pending:
@@ -53,7 +53,7 @@ async def run_approvals(args: argparse.Namespace) -> int:
                 f"{record.resource_id}/{record.thread_id}",
                 record.tool_name,
                 _cut(one_line(json.dumps(record.args, ensure_ascii=False))),
-                age(now - record.created_at.timestamp()),
+                waited(now - record.created_at.timestamp()),
             )
         make_console().print(table)
     count = len(pending)
@@ -175,18 +175,6 @@ def _json_object(text: str) -> dict[str, Any]:
 
 def _cut(text: str) -> str:
     return text if len(text) <= INPUT_CHARS else text[: INPUT_CHARS - 1] + "…"
-
-
-def age(seconds: float) -> str:
-    """``12s``, ``3m 05s``, ``2h 10m``, ``3d 4h``: how long a call has waited."""
-    whole = max(0, int(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m {whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d {whole % 86400 // 3600}h"
 
 
 async def run(args: argparse.Namespace) -> int:

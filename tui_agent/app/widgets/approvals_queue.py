@@ -33,22 +33,10 @@ from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 
 from tui_agent.app.approval_feed import ApprovalFeed
-from tui_agent.text import one_line
+from tui_agent.text import one_line, waited
 
 TICK_S = 1.0  # ages are redrawn this often
 INPUT_CHARS = 36  # of a call's input in its row (the detail line has it whole)
-
-
-def age(seconds: float) -> str:
-    """``12s``, ``3m 05s``, ``2h 10m``, ``3d 4h``: how long a call has waited."""
-    whole = max(0, int(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m {whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d {whole % 86400 // 3600}h"
 
 
 def input_text(args: Any) -> str:
@@ -183,7 +171,7 @@ class ApprovalsQueue(Vertical):
             "  ",
             (f"{record.resource_id}/{record.thread_id}", "$accent"),
             "  ",
-            (age(self.clock() - record.created_at.timestamp()), "$text-muted"),
+            (waited(self.clock() - record.created_at.timestamp()), "$text-muted"),
             "\n  ",
             (record.tool_name, "bold $text-warning"),
             f"({text})",
