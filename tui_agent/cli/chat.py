@@ -138,6 +138,7 @@ class Chat:
         return line
 
     async def _shutdown(self, pump: asyncio.Task[None]) -> None:
+        await self.agent.runtime.set_aside_parked()  # waiting for approval: left pending
         local = self.agent.local_runs()
         for output in local:  # a run of this process cannot outlive it: stop it cleanly
             output.abort()
