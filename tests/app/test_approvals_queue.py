@@ -20,7 +20,7 @@ import pytest
 from helpers.app import until
 from textual.widgets import Input, OptionList, TextArea
 
-from tui_agent import Agent, Memory, SqliteStore, create_tool
+from tui_agent import Agent, Memory, RunSetAsideError, SqliteStore, create_tool
 from tui_agent.app import app as app_module
 from tui_agent.app.app import AppConfig, TuiAgentApp
 from tui_agent.app.widgets import pane_header, thread_pane
@@ -291,3 +291,30 @@ async def test_a_call_waiting_in_another_process_is_answered_from_the_app(
         assert process.returncode == 0, err.decode()
         assert "the tool said deployed to prod x1" in out.decode()
         await until(pilot, lambda: not queue.display, "the answered call gone")
+
+
+async def test_a_call_waiting_when_the_app_quits_is_answered_in_the_next_app(
+    agent: Agent, stores: Any
+) -> None:
+    """Quitting sets the waiting run aside (not aborted): the next app on the store lists the
+    call, and ``y`` there goes on with the run, in that app's process."""
+    first = app_on(agent)
+    async with first.run_test(size=(160, 40)) as pilot:
+        output = await agent.stream("ship it", memory=THREAD)
+        await waiting(pilot)
+        await first.shutdown()  # what ctrl+q does before the app exits
+    with pytest.raises(RunSetAsideError):
+        await output.result()
+    later = deployer(stores())
+    second = app_on(later)
+    try:
+        async with second.run_test(size=(160, 40)) as pilot:
+            queue = await waiting(pilot)
+            await pilot.press("f10", "y")
+            await until(pilot, lambda: not queue.display, "the queue emptied")
+            await asyncio.wait_for(later.wait_for_local_runs(), 10)  # it went on here
+            assert later.memory is not None
+            messages = await later.memory.list_messages("main")
+            assert messages[-1].content == "the tool said deployed to prod"
+    finally:
+        await later.close(timeout=5.0)
