@@ -869,3 +869,13 @@ class StoreContract:
                                                ttl_s=15, agent_id="agent")
         assert answered.takeover is not None
         assert not await store.release_parked(T, "run-1")  # no longer its thread
+
+    async def test_two_steps_of_a_run_may_park_on_calls_of_one_id(self, store: Store) -> None:
+        """Some models number their calls per step: ``call_0`` twice in one run."""
+        (first,) = await self._park(store, calls=("call_0",))
+        await store.answer_approval(first.id, approved=True, owner=OWNER, ttl_s=15)
+        assert await store.take_answers(T, "run-1") is not None
+        again = ApprovalIn("call_0", "add", {"a": 2})
+        await store.park_run(T, R, "run-1", agent_id="agent", approvals=[again])
+        found = await store.find_approval("run-1", "call_0")
+        assert found is not None and (found.id, found.status) == (again.id, "pending")

@@ -415,10 +415,12 @@ class Approvals:
         return None if row is None else approval_of(row)
 
     async def find_approval(self, run_id: str, tool_call_id: str) -> ApprovalRecord | None:
-        """The call ``tool_call_id`` of run ``run_id``, if it waited for approval."""
+        """The call ``tool_call_id`` of run ``run_id``, if it waited for approval: the one
+        waiting now, else the latest (a model may give calls of two steps one id)."""
         row = await first(
             self.database,
-            f"SELECT {COLUMNS} FROM tool_approvals WHERE run_id=? AND tool_call_id=?",
+            f"SELECT {COLUMNS} FROM tool_approvals WHERE run_id=? AND tool_call_id=?"
+            " ORDER BY CASE WHEN status='pending' THEN 0 ELSE 1 END, seq DESC LIMIT 1",
             (run_id, tool_call_id),
         )
         return None if row is None else approval_of(row)

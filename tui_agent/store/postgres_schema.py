@@ -318,9 +318,9 @@ MIGRATIONS: list[str] = [
         answered_by  text,
         taken_by     text,
         created_at   double precision NOT NULL,
-        answered_at  double precision,
-        UNIQUE (run_id, tool_call_id)
+        answered_at  double precision
     );
+    CREATE INDEX tool_approvals_by_call ON tool_approvals(run_id, tool_call_id);
     CREATE INDEX tool_approvals_untaken ON tool_approvals(run_id) WHERE taken_by IS NULL;
     CREATE INDEX tool_approvals_by_status ON tool_approvals(status, seq);
     CREATE TRIGGER tool_approvals_notify AFTER INSERT OR UPDATE ON tool_approvals

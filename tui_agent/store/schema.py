@@ -259,9 +259,9 @@ MIGRATIONS: list[str] = [
         answered_by  TEXT,
         taken_by     TEXT,
         created_at   REAL NOT NULL,
-        answered_at  REAL,
-        UNIQUE (run_id, tool_call_id)
+        answered_at  REAL
     );
+    CREATE INDEX tool_approvals_by_call ON tool_approvals(run_id, tool_call_id);
     CREATE INDEX tool_approvals_untaken ON tool_approvals(run_id) WHERE taken_by IS NULL;
     CREATE INDEX tool_approvals_by_status ON tool_approvals(status, seq);
     """,
