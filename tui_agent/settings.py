@@ -18,7 +18,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -49,6 +57,65 @@ class AgentSettings(BaseModel):
     max_tokens: int | None = None
 
 
+class MCPServerSettings(BaseModel):
+    """One MCP server (``[mcp.servers.NAME]``): ``command`` (with ``args``, ``env``, ``cwd``) to
+    start it on stdio, or ``url`` of its streamable-HTTP endpoint; ``timeout`` bounds each call,
+    ``connect_timeout`` its start (seconds); ``require_approval``: every tool of the server
+    (true) or those named (the server's own tool names). Checked by tests/test_mcp_settings.py."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    timeout: float | None = None
+    connect_timeout: float | None = None
+    require_approval: bool | list[str] = False
+
+    @field_validator("timeout", "connect_timeout")
+    @classmethod
+    def _seconds(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError("a number of seconds > 0")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]+", value):
+            raise ValueError("an http:// or https:// URL, e.g. 'http://127.0.0.1:8000/mcp'")
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either command (a server on stdio) or url (streamable HTTP)")
+        if self.url is not None and (self.args or self.env or self.cwd):
+            raise ValueError("args, env and cwd belong to a command, not to a url")
+        if self.command is not None and not self.command.strip():
+            raise ValueError("command must not be empty")
+        return self
+
+
+class MCPSettings(BaseModel):
+    """``[mcp.servers.NAME]`` tables: the MCP servers whose tools the CLI's and app's agent
+    gets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    servers: dict[str, MCPServerSettings] = Field(default_factory=dict)
+
+    @field_validator("servers")
+    @classmethod
+    def _names(cls, value: dict[str, MCPServerSettings]) -> dict[str, MCPServerSettings]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+                raise ValueError(f"server name {name!r}: letters, digits, '_' and '-' only")
+        return value
+
+
 class Settings(BaseSettings):
     """Every setting, typed. ``sources`` says where each value came from."""
 
@@ -67,6 +134,7 @@ class Settings(BaseSettings):
     show_state: bool = True
     agents: list[AgentSettings] = Field(default_factory=list)
     default_agent: str | None = None
+    mcp: MCPSettings = Field(default_factory=MCPSettings)  # [mcp.servers.NAME]: tools from MCP
     lease_ttl_s: float | None = None
     lease_renew_s: float | None = None
     local_threads: int | None = None
@@ -236,4 +304,6 @@ def _explain(error: ValidationError, sources: dict[str, str]) -> str:
 
 def _known_keys(location: tuple[Any, ...]) -> list[str]:
     model: type[BaseModel] = AgentSettings if location[:1] == ("agents",) else Settings
+    if location[:1] == ("mcp",):  # mcp.KEY, mcp.servers.NAME.KEY
+        model = MCPServerSettings if len(location) > 3 else MCPSettings
     return list(model.model_fields)

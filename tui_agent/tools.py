@@ -48,6 +48,7 @@ class Tool:
     output_schema: type[BaseModel] | dict[str, Any] | None = None
     #: This tool's payload transform policy (wins over the agent's ``hooks["transform"]``).
     transform: Any = None
+    require_approval: bool = False
     _json_schema: dict[str, Any] = field(init=False, repr=False)
     _validator: Any = field(init=False, repr=False, default=None)
     _wants_context: bool = field(init=False, repr=False, default=True)
@@ -119,6 +120,7 @@ def create_tool(
     output_schema: type[BaseModel] | dict[str, Any] | None = None,
     execute: Callable[..., Any],
     transform: Any = None,
+    require_approval: bool = False,
 ) -> Tool:
     """A tool for ``Agent(tools={...})``. ``execute(input, context)`` may be sync or async; a
     one-parameter function gets only ``input``. ``transform``: this tool's payload transform
@@ -130,6 +132,7 @@ def create_tool(
         input_schema=input_schema,
         output_schema=output_schema,
         transform=transform,
+        require_approval=require_approval,
     )
 
 
