@@ -23,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictBool,
     ValidationError,
     field_validator,
     model_validator,
@@ -72,7 +73,7 @@ class MCPServerSettings(BaseModel):
     url: str | None = None
     timeout: float | None = None
     connect_timeout: float | None = None
-    require_approval: bool | list[str] = False
+    require_approval: StrictBool | list[str] = False  # "yes" is a mistake, not true
 
     @field_validator("timeout", "connect_timeout")
     @classmethod
