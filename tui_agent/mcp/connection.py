@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -149,20 +150,25 @@ class ServerConnection:
             tail = self._stderr_tail()
             await self.close()
             raise MCPServerError(
-                f"MCP server {self.name!r} did not start within "
+                f"MCP server {self.name!r} {self._not_started} within "
                 f"{self.connect_timeout:g} s (its connect_timeout){tail}"
             ) from None
         except Exception as error:
             tail = self._stderr_tail()
             await self.close()
             raise MCPServerError(
-                f"MCP server {self.name!r} did not start: {describe(error)}{tail}"
+                f"MCP server {self.name!r} {self._not_started}: {describe(error)}{tail}"
             ) from None
+
+    @property
+    def _not_started(self) -> str:
+        return "could not be reached" if self.config.url is not None else "did not start"
 
     async def _own(self, ready: asyncio.Future[Any], closing: asyncio.Event) -> None:
         """Open the transport and the session, hand the session over, hold both until
         ``closing`` is set (or this task is cancelled), then leave them in this same task."""
         try:
+            _quiet_sdk_logs()
             from mcp import ClientSession
 
             async with contextlib.AsyncExitStack() as stack:
@@ -283,6 +289,15 @@ class _StdioWithLog:
         trace: TracebackType | None,
     ) -> bool | None:
         return await self._stack.__aexit__(kind, error, trace)
+
+
+def _quiet_sdk_logs() -> None:
+    """The SDK logs its own troubles (a session it could not end); with no logging set up they
+    would reach stderr, under the app's screen. A NullHandler keeps them from Python's
+    last-resort handler; a program that configures logging still gets them."""
+    logger = logging.getLogger("mcp")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
