@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +23,7 @@ import pytest
 
 from tui_agent import Agent
 from tui_agent.errors import ConfigError
-from tui_agent.mcp import MCPClient, MCPServerError, MCPToolError
+from tui_agent.mcp import MCPClient, MCPServerError, MCPToolError, connection
 from tui_agent.testing import ScriptedModel
 
 SERVER = str(Path(__file__).parent / "helpers" / "mcp_server.py")
@@ -65,6 +67,7 @@ async def test_tools_are_named_server_tool_with_the_servers_schemas(calc: MCPCli
         "calc_crash",
         "calc_echo",
         "calc_fail",
+        "calc_pid",
         "calc_pixel",
         "calc_shout",
         "calc_sleepy",
@@ -174,6 +177,17 @@ async def test_a_server_that_dies_mid_call_is_that_calls_error_and_starts_again(
     )
     assert result.text == "Done." and result.finish_reason == "stop"
     assert time.monotonic() - started < TIMEOUT_S / 2
+
+
+async def test_a_server_that_exited_while_idle_is_started_again_without_an_error(
+    calc: MCPClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection, "IDLE_S", 0.0)  # ping before every call, not after 1 s idle
+    tools = await calc.get_tools()
+    first = (await tools["calc_pid"].execute({}))["result"]
+    os.kill(first, signal.SIGKILL)  # between calls: no call of ours is in flight
+    assert await tools["calc_add"].execute({"a": 1, "b": 2}) == {"result": 3}
+    assert (await tools["calc_pid"].execute({}))["result"] != first, "a new server process"
 
 
 async def test_a_call_past_the_timeout_is_a_tool_error_and_the_run_ends() -> None:

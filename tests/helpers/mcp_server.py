@@ -6,7 +6,7 @@ tests/test_mcp.py.
 
 Its tools: ``add`` (structured output), ``echo`` (text), ``shout`` (text from an environment
 variable the client gives it), ``fail`` (an error result), ``pixel`` (an image), ``crash`` (the
-process exits mid-call) and ``sleepy`` (answers after ``seconds``).
+process exits mid-call), ``pid`` (its process id) and ``sleepy`` (answers after ``seconds``).
 """
 
 from __future__ import annotations
@@ -61,6 +61,12 @@ def pixel() -> Image:
 def crash() -> str:
     """The server process exits in the middle of the call."""
     os._exit(3)
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
 
 
 @server.tool()

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -31,6 +32,10 @@ from tui_agent.settings import MCPServerSettings
 CLOSE_S = 5.0
 #: Our own bound on a call is the server's ``timeout`` plus this (the SDK's comes first).
 GRACE_S = 1.0
+#: A session unused this long is pinged before a call (a server may have exited meanwhile) …
+IDLE_S = 1.0
+#: … and the ping waits at most this long.
+PING_S = 5.0
 
 
 class ServerConnection:
@@ -49,6 +54,7 @@ class ServerConnection:
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stderr: Path | None = None
+        self._used = 0.0  # when the session last answered (monotonic)
 
     @property
     def connected(self) -> bool:
@@ -90,7 +96,9 @@ class ServerConnection:
         since = self._stderr_size()  # what the server says about this request comes after
         try:
             async with asyncio.timeout(self.timeout + GRACE_S):
-                return await request
+                result = await request
+            self._used = time.monotonic()
+            return result
         except TimeoutError:
             raise self._late(what) from None
         except MCPError as error:
@@ -133,10 +141,31 @@ class ServerConnection:
             self._loop, self._lock = loop, asyncio.Lock()
         assert self._lock is not None
         async with self._lock:
+            if self.connected and not await self._still_there():
+                await self.close()  # it went away while idle: start it again, unasked
             if not self.connected:
                 await self.close()
                 await self._start()
+            self._used = time.monotonic()
             return self._session
+
+    async def _still_there(self) -> bool:
+        """After ``IDLE_S`` unused, a ping: False only if the connection is gone (a server that
+        exited between calls), so that the next call does not fail for it. A ping that is not
+        answered in time says nothing (a busy server): the call goes ahead."""
+        if time.monotonic() - self._used < IDLE_S:
+            return True
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED
+
+        try:
+            async with asyncio.timeout(min(self.timeout, PING_S)):
+                await self._session.send_ping()
+        except MCPError as error:
+            return error.code != CONNECTION_CLOSED
+        except Exception:  # a timeout, or the transport's own: let the call tell
+            return True
+        return True
 
     async def _start(self) -> None:
         ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
