@@ -268,3 +268,36 @@ async def test_servers_start_on_the_first_run_if_not_before(workdir: Path) -> No
         await close_mcp_tools(agent)
     assert [r.result for r in result.tool_results] == [{"result": "echo: x"}]
     assert len(warned) == 1 and warned[0].startswith("MCP server 'ghost' did not start")
+
+
+def test_chat_starts_the_servers_and_reports_one_that_does_not_start(workdir: Path) -> None:
+    from test_cli import Command
+
+    config = workdir / "config"  # the config folder's file this time (the chat runs in ROOT)
+    (config / "tui-agent").mkdir(parents=True)
+    (config / "tui-agent" / "tui-agent.toml").write_text(
+        calc_server() + '[mcp.servers.ghost]\ncommand = "/no/such/mcp-server"\n'
+    )
+    chat = Command(
+        "--db",
+        str(workdir / "x.db"),
+        "chat",
+        "--agent",
+        CALLING,
+        stdin=True,
+        env={"XDG_CONFIG_HOME": str(config)},
+    )
+    try:
+        chat.wait_for("MCP server 'ghost' did not start")  # before the first message is typed
+        chat.write("hello chat")
+        chat.wait_for('the server said {"result": "echo: hello chat"}')
+        chat.write("/quit")
+        code, out, err = chat.finish()
+    finally:
+        chat.end()
+    assert code == 0, err
+    [warning] = [line for line in out.splitlines() if "warning" in line]
+    assert warning == (
+        "tui-agent: warning: MCP server 'ghost' did not start: FileNotFoundError: "
+        "No such file or directory: /no/such/mcp-server; its tools are left out"
+    )
