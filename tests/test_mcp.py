@@ -24,6 +24,7 @@ import pytest
 from tui_agent import Agent
 from tui_agent.errors import ConfigError
 from tui_agent.mcp import MCPClient, MCPServerError, MCPToolError, connection
+from tui_agent.mcp.client import tool_id
 from tui_agent.testing import ScriptedModel
 
 SERVER = str(Path(__file__).parent / "helpers" / "mcp_server.py")
@@ -305,6 +306,16 @@ def test_bad_server_configs_are_errors_naming_server_and_field(
 ) -> None:
     with pytest.raises(ConfigError, match="^" + re.escape(message)):
         MCPClient(servers=servers)
+
+
+def test_tool_ids_fit_what_providers_take_and_stay_unique() -> None:
+    assert tool_id("calc", "add") == "calc_add"
+    assert tool_id("fs", "read.file/v2") == "fs_read_file_v2"
+    long = tool_id("github", "x" * 80)
+    assert len(long) == 64 and long.startswith("github_xxx") and long != tool_id("github", "x" * 81)
+    taken = {"fs_read_file": object()}
+    clash = tool_id("fs", "read.file", taken)  # comes out as the taken "fs_read_file"
+    assert clash != "fs_read_file" and clash.startswith("fs_read_file_") and len(clash) <= 64
 
 
 def test_importing_tui_agent_mcp_does_not_import_the_sdk() -> None:

@@ -20,6 +20,7 @@ tests/test_mcp.py.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -40,6 +41,8 @@ DEFAULT_CONNECT_TIMEOUT_S = 30.0
 
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _NOT_IN_ID = re.compile(r"[^A-Za-z0-9_-]")
+#: The longest function name providers take (OpenAI's and Anthropic's ``{1,64}``).
+MAX_ID = 64
 
 
 class MCPClient:
@@ -131,7 +134,7 @@ class MCPClient:
                 )
         tools: dict[str, Tool] = {}
         for listed_tool in listed:
-            tool = _tool_for(connection, listed_tool)
+            tool = _tool_for(connection, listed_tool, tool_id(name, listed_tool.name, tools))
             tools[tool.id] = tool
         return tools
 
@@ -150,7 +153,19 @@ def _server_config(name: Any, config: Any) -> MCPServerSettings:
         raise ConfigError(f"{where}: {problem['msg'].removeprefix('Value error, ')}") from None
 
 
-def _tool_for(connection: ServerConnection, listed: Any) -> Tool:
+def tool_id(server: str, name: str, taken: Mapping[str, object] | None = None) -> str:
+    """``server_name`` as a tool id: a character an id cannot hold becomes ``_``; past
+    ``MAX_ID`` characters (what providers take of a function name), or when two of a server's
+    names come out the same, it is cut and ends in a hash of the real name, so ids stay unique.
+    """
+    plain = f"{server}_{_NOT_IN_ID.sub('_', name)}"
+    if len(plain) <= MAX_ID and plain not in (taken or {}):
+        return plain
+    digest = hashlib.sha1(f"{server}\0{name}".encode()).hexdigest()[:8]
+    return f"{plain[: MAX_ID - 9]}_{digest}"
+
+
+def _tool_for(connection: ServerConnection, listed: Any, id: str) -> Tool:
     """The Agent's tool for one tool the server listed."""
     server, name = connection.name, listed.name
     approval = connection.config.require_approval
@@ -162,7 +177,7 @@ def _tool_for(connection: ServerConnection, listed: Any) -> Tool:
 
     try:
         return create_tool(
-            id=f"{server}_{_NOT_IN_ID.sub('_', name)}",
+            id=id,
             description=listed.description or listed.title or f"{name} (MCP server {server})",
             input_schema=dict(listed.input_schema or {"type": "object", "properties": {}}),
             execute=execute,
