@@ -84,6 +84,17 @@ def test_servers_are_read_from_the_file(workdir: Path) -> None:
     assert settings.sources["mcp"].startswith("file ")
 
 
+def test_a_home_folder_in_command_and_cwd_is_expanded(workdir: Path) -> None:
+    (workdir / "tui-agent.toml").write_text(
+        '[mcp.servers.calc]\ncommand = "~/bin/calc"\ncwd = "~/servers"\n'
+    )
+    calc = load_settings().mcp.servers["calc"]
+    assert (calc.command, calc.cwd) == (
+        str(Path.home() / "bin" / "calc"),
+        str(Path.home() / "servers"),
+    )
+
+
 @pytest.mark.parametrize(
     ("table", "message"),
     [

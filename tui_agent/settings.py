@@ -75,6 +75,11 @@ class MCPServerSettings(BaseModel):
     connect_timeout: float | None = None
     require_approval: StrictBool | list[str] = False  # "yes" is a mistake, not true
 
+    @field_validator("command", "cwd")
+    @classmethod
+    def _home(cls, value: str | None) -> str | None:
+        return str(Path(value).expanduser()) if value and value.startswith("~") else value
+
     @field_validator("timeout", "connect_timeout")
     @classmethod
     def _seconds(cls, value: float | None) -> float | None:
