@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers.app import AppFactory, pane_of, until
 
-from tui_agent.settings import MCPServerSettings
+from tui_agent.settings_mcp import MCPServerSettings
 from tui_agent.startup.mcp_tools import MCPToolbox, close_mcp_tools, start_mcp_tools
 
 

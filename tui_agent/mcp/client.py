@@ -31,7 +31,7 @@ from tui_agent.errors import ConfigError, ToolDefinitionError
 from tui_agent.mcp.connection import ServerConnection
 from tui_agent.mcp.errors import MCPServerError
 from tui_agent.mcp.results import tool_output
-from tui_agent.settings import MCPServerSettings
+from tui_agent.settings_mcp import SERVER_NAME, MCPServerSettings
 from tui_agent.tools import Tool, create_tool
 
 #: Mastra's default: a minute for each call.
@@ -39,7 +39,6 @@ DEFAULT_TIMEOUT_S = 60.0
 #: Starting a server (spawn, handshake): a package runner may fetch the server first.
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 
-_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _NOT_IN_ID = re.compile(r"[^A-Za-z0-9_-]")
 #: The longest function name providers take (OpenAI's and Anthropic's ``{1,64}``).
 MAX_ID = 64
@@ -140,7 +139,7 @@ class MCPClient:
 
 
 def _server_config(name: Any, config: Any) -> MCPServerSettings:
-    if not isinstance(name, str) or not _SERVER_NAME.fullmatch(name):
+    if not isinstance(name, str) or not SERVER_NAME.fullmatch(name):
         raise ConfigError(f"MCP server name {name!r}: letters, digits, '_' and '-' only")
     if isinstance(config, MCPServerSettings):
         return config

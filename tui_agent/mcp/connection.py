@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from tui_agent.mcp.errors import MCPServerError
-from tui_agent.settings import MCPServerSettings
+from tui_agent.settings_mcp import MCPServerSettings
 
 #: How long closing waits for the SDK to stop a server (it kills the process after 2 s).
 CLOSE_S = 5.0

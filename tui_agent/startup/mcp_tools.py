@@ -13,7 +13,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tui_agent.settings import MCPServerSettings, Settings
+from tui_agent.settings import Settings
+from tui_agent.settings_mcp import MCPServerSettings
 
 
 def _warn(line: str) -> None:
