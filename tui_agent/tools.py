@@ -21,6 +21,12 @@ from tui_agent.errors import ConfigError, ToolDefinitionError
 _TOOL_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
+def is_tool_name(name: object) -> bool:
+    """Whether ``name`` may name a tool to a model: a non-empty string of letters, digits,
+    ``_`` or ``-`` (what every provider's function names accept)."""
+    return isinstance(name, str) and bool(name) and set(name) <= _TOOL_NAME_CHARS
+
+
 class ToolInputError(Exception):
     """The model's arguments do not match the tool's input schema (sent back to the model)."""
 
@@ -54,7 +60,7 @@ class Tool:
     _wants_context: bool = field(init=False, repr=False, default=True)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not self.id or not set(self.id) <= _TOOL_NAME_CHARS:
+        if not is_tool_name(self.id):
             raise ToolDefinitionError(
                 f"tool id {self.id!r} must be a non-empty string of letters, digits, '_' or '-'"
             )
