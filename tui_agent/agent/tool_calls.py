@@ -104,15 +104,19 @@ class ToolRunner:
         policy = self._policy(call.tool_name)
         if policy is None:
             return payload
-        ids = {"tool_name": call.tool_name, "tool_call_id": call.tool_call_id}
-        given = {"args": call.args, "result": result.result, "is_error": result.is_error}
         shown = self._shown_args.pop(call.tool_call_id, _NOT_SHOWN)
         if shown is _NOT_SHOWN:  # no tool-call chunk showed it (never so in a run: a guard)
-            shown = await shown_args(policy, "display", args=call.args, **ids)
+            shown = await shown_args(
+                policy,
+                "display",
+                tool_name=call.tool_name,
+                tool_call_id=call.tool_call_id,
+                args=call.args,
+            )
         payload["args"] = shown
-        payload["result"] = await shown_result(policy, "display", **given, **ids)
-        self._transcript[("out", call.tool_call_id)] = await shown_result(
-            policy, "transcript", **given, **ids
+        payload["result"] = await _result_for(policy, "display", call, result)
+        self._transcript[("out", call.tool_call_id)] = await _result_for(
+            policy, "transcript", call, result
         )
         return payload
 
@@ -174,6 +178,21 @@ class ToolRunner:
             args=call.args,
             result=result,
         )
+
+
+async def _result_for(
+    policy: TransformPolicy, target: str, call: ToolCall, result: ToolResult
+) -> Any:
+    """What ``target`` may show of ``result`` (``tools.shown_result``)."""
+    return await shown_result(
+        policy,
+        target,
+        tool_name=call.tool_name,
+        tool_call_id=call.tool_call_id,
+        args=call.args,
+        result=result.result,
+        is_error=result.is_error,
+    )
 
 
 def error_result(call: ToolCall, message: str) -> ToolResult:

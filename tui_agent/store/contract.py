@@ -114,9 +114,16 @@ class ThreadLog(Protocol):
         ...
 
     async def update_thread(
-        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+        self,
+        thread_id: str,
+        *,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        unset: Iterable[str] = (),
     ) -> ThreadRecord:
-        """Set what is given and ``updated_at``; ``StoreError`` for an unknown thread."""
+        """Set the title given and ``updated_at``; merge ``metadata`` into the thread's (its
+        keys replace theirs, the others stay: the reference's updateThread), then drop the
+        keys ``unset``, in one transaction; ``StoreError`` for an unknown thread."""
         ...
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...
