@@ -332,8 +332,8 @@ class SignalRouting(Protocol):
         """Decide and store, in one transaction, what happens to a signal: on a live run
         ``deliver`` (pending), ``persist`` or ``discard`` (``queue``: queued for its own run);
         on an idle thread ``wake`` (the lease taken, a new run, the signal pending for it),
-        ``persist`` (a tiny run with no model call) or ``discard``. Of concurrent wakes on one
-        idle thread exactly one wakes; the others deliver into its run.
+        ``persist`` (stored and echoed, no run, no model call) or ``discard``. Of concurrent
+        wakes on one idle thread exactly one wakes; the others deliver into its run.
 
         The signal's text is stored once: its history message and echo refer to its row, and
         :meth:`list_messages`, :meth:`read_events` and :meth:`claim_signals` give them back
