@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from tui_agent.agent.options import RunOptions, parse_run_options
+from tui_agent.agent.options import RunOptions, parse_run_options, wake_options
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.plan import RunDeps, RunPlan
 from tui_agent.agent.ports import AgentCore
@@ -118,8 +118,7 @@ class ThreadRuntime:
         queued message's turn came). Its input is the thread's pending signals. If it cannot
         even start (a misconfigured agent), the lease is released and the run marked failed."""
         agent = self.agent
-        memory = {"resource": resource_id, "thread": thread_id}
-        options = {**stream_options, "memory": memory, "run_id": run_id}
+        options = wake_options(stream_options, resource_id, thread_id, run_id)
         try:
             defaults = await agent.resolve_default_options(options.get("request_context"))
             run_options = parse_run_options(options, defaults, agent.hooks)
