@@ -537,7 +537,7 @@ class StoreContract:
         assert (await self._route(store, "kept", if_idle="persist")).action == "persist"
         assert [m.content for m in await store.list_messages(T)] == ["kept"]
         types = [e["type"] for e in await store.read_events(T, 0)]
-        assert types == ["start", "data-user-message", "finish"]  # a tiny run, no model call
+        assert types == ["data-user-message"]  # its echo only: no run, no model call
         assert await store.active_run(T) is None
 
     async def test_a_queued_signal_starts_the_next_run_under_the_same_lease(

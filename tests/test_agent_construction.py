@@ -289,6 +289,57 @@ def test_other_bad_arguments_name_what_is_wrong(tmp_path: Path) -> None:
             agent(**kwargs)
 
 
+class NoScore:
+    score = "not a method"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("workflows", {"w": 42}, r"workflows\['w'\] must be a function .* not int"),
+        ("workflows", {"has space": print}, r"workflows\['has space'\]: the name must be"),
+        ("workflows", [print], r"workflows must be a dict"),
+        ("scorers", {"s": 42}, r"scorers\['s'\] must be a function .* not int"),
+        ("scorers", {"s": NoScore()}, r"scorers\['s'\] must be a function"),
+        ("scorers", {3: len}, r"scorers: key 3 must be a non-empty string"),
+        ("tools", {"a b": echo_tool()}, r"tools\['a b'\]: the name must be"),
+        ("tools", {"": echo_tool()}, r"tools: key '' must be"),
+        ("tools", {"raw": 42}, r"tools\['raw'\] is not a tool \(int\)"),
+        ("agents", {"sub": 42}, r"agents\['sub'\] is not an Agent \(int\)"),
+        ("agents", {"a/b": None}, r"agents\['a/b'\]: the name must be"),
+        ("metadata", {1: "x"}, r"metadata: key 1 must be a string"),
+        ("metadata", "team", r"metadata must be a dict"),
+        ("input_processors", [Lower(), 42], r"input_processors\[1\]: 42 has none"),
+        ("memory", 42, r"memory must be a Memory"),
+        ("model", 42, r"model"),
+        ("description", 42, r"description must be a string"),
+        ("max_processor_retries", -1, r"max_processor_retries must be an integer >= 0"),
+        ("max_processor_retries", "3", r"max_processor_retries must be an integer"),
+        ("request_context_schema", {"type": "no-such"}, r"request_context_schema is not a valid"),
+        ("editor", {"instructions": "yes"}, r"editor\['instructions'\]"),
+        ("editor", {"tools": {"name": True}}, r"editor\['tools'\]"),
+        ("default_options", {"max_steps": "many"}, r"default_options: .*max_steps"),
+        ("hooks", {"transform": 42}, r"hooks\['transform'\]"),
+        ("notifications", {"delivery_policy": 42}, r"notifications: delivery_policy"),
+    ],
+)
+def test_every_field_is_checked_when_the_agent_is_built(
+    field: str, value: Any, message: str
+) -> None:
+    """Issue 21: nothing given is dropped or left to fail at the first run; the error names
+    the field and the key (or index) at fault."""
+    with pytest.raises((ConfigError, ProcessorError), match=message):
+        agent(**{field: value})
+
+
+async def test_a_field_given_as_a_function_is_checked_by_the_same_check_at_run_time() -> None:
+    model = ScriptedModel(["never"])
+    built = agent(model=model, workflows=lambda ctx: {"w": 42})
+    with pytest.raises(ConfigError, match=r"workflows\['w'\] must be a function.*returned by"):
+        await built.generate("hi")
+    assert model.calls == 0
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

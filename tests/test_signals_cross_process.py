@@ -177,6 +177,27 @@ def test_a_message_queued_from_b_runs_in_a_after_the_active_run(
 # -- subscriptions across processes --------------------------------------------------------------
 
 
+def test_a_signal_persisted_from_a_is_its_echo_alone_to_a_subscriber_in_b(
+    start_peer: StartPeer, db: str
+) -> None:
+    """Issue 21: no empty run around it (no start/finish): the signal, with no run id, then the
+    next run as it comes."""
+    a, b = start_peer(name="A"), start_peer(name="B")
+    ready(a, b)
+    b.send("subscribe", sub="s", target=THREAD)
+    b.expect("sub-ready")
+    a.send("send", message="kept for later", target=THREAD, if_idle={"behavior": "persist"})
+    assert a.expect("accepted")["action"] == "persist"
+    a.send("send", message="now answer", target=THREAD)
+    woken = a.expect("accepted")["run_id"]
+    seen = b.chunks("s", is_end(woken))
+    assert [(c["type"], c["run_id"]) for c in seen[:3]] == [
+        ("data-user-message", None), ("start", woken), ("data-user-message", woken)]
+    assert seen[0]["payload"]["contents"] == "kept for later"
+    assert [c["type"] for c in seen].count("start") == 1
+    assert rows(db, "SELECT COUNT(*) FROM runs") == [(1,)]
+
+
 def test_subscribers_in_b_stream_a_run_in_order_from_its_start(
     start_peer: StartPeer,
 ) -> None:

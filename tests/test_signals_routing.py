@@ -132,7 +132,7 @@ async def test_wake_starts_a_run_with_stream_options_and_returns_its_stream(
     assert stored[0].metadata["signal_id"] == receipt.signal.id
 
 
-async def test_idle_persist_is_stored_and_seen_as_a_tiny_run_without_a_model_call(
+async def test_idle_persist_is_stored_and_subscribers_see_the_signal_not_an_empty_run(
     store: SqliteStore,
     make_agent: AgentFactory,
 ) -> None:
@@ -149,16 +149,14 @@ async def test_idle_persist_is_stored_and_seen_as_a_tiny_run_without_a_model_cal
     assert receipt.persisted is not None
     assert await receipt.accepted == {"action": "persist"}
     await receipt.persisted
-    seen = []
-    async for chunk in sub.stream:
-        seen.append(chunk)
-        if chunk["type"] == "finish":
-            break
-    sub.unsubscribe()
-    assert [c["type"] for c in seen] == ["start", "data-signal", "finish"]
-    assert len({c["run_id"] for c in seen}) == 1 and seen[0]["run_id"]
-    assert seen[1]["payload"]["contents"] == "build green"
+    echo = await asyncio.wait_for(anext(sub.stream), GUARD_S)
+    # The signal, with no run id (no run took it), and nothing else: no empty run around it.
+    assert (echo["type"], echo["run_id"]) == ("data-signal", None)
+    assert echo["payload"]["contents"] == "build green"
     assert model.calls == 0
+    assert [e["type"] for e in await agent.memory.store.read_events(T, 0)] == ["data-signal"]
+    assert sub.active_run_id() is None
+    sub.unsubscribe()
     # Persisted signals are history for the next run.
     await agent.generate("and now?", memory={"resource": R, "thread": T})
     assert user_texts(model.requests[0].messages) == ["<ci>build green</ci>", "and now?"]

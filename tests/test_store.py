@@ -338,7 +338,7 @@ async def _write_rounds(path: str, proc: int) -> None:
         await store.append(own, R, messages=[MessageIn("user", mark)],
                            events=[EventIn("text-delta", mark)])
         await store.append_events(SHARED, [EventIn("tick", mark), EventIn("tock", mark)])
-        # the shared thread is idle: each signal is persisted as a tiny run (start/echo/finish)
+        # the shared thread is idle: each signal is persisted, echoed with no run
         result = await store.route_signal(
             SHARED, R, user_signal(f"p{proc}-{i}", **mark), if_active="deliver",
             if_idle="persist", owner=f"proc-{proc}", ttl_s=30,
@@ -390,18 +390,15 @@ async def test_processes_write_one_file_at_once_without_errors(shared_location: 
         for m in shared if m.metadata.get("signal_id")
     ])
     events = await store.read_events(SHARED, 0, limit=10**6)
-    assert len(events) == 5 * PROCS * ROUNDS  # tick, tock, start, echo, finish
+    assert len(events) == 3 * PROCS * ROUNDS  # tick, tock, echo
     _in_order([e["payload"] for e in events if e["type"] == "tick"])
     ticks = [(e["payload"]["proc"], e["payload"]["i"], e["type"]) for e in events
              if e["type"] in ("tick", "tock")]
     assert ticks == [(p, i, t) for p, i, _ in ticks[::2] for t in ("tick", "tock")]
-    # each persisted signal's tiny run was written in one transaction: three adjacent events
-    starts = [n for n, e in enumerate(events) if e["type"] == "start"]
-    assert len(starts) == PROCS * ROUNDS
-    for n in starts:
-        run = events[n : n + 3]
-        assert [e["type"] for e in run] == ["start", "data-user-message", "finish"]
-        assert len({e["run_id"] for e in run}) == 1
+    # each persisted signal is its echo alone, with no run (no empty run around it)
+    echoes = [e for e in events if e["type"] == "data-user-message"]
+    assert len(echoes) == PROCS * ROUNDS and {e["run_id"] for e in echoes} == {None}
+    assert not any(e["type"] in ("start", "finish") for e in events)
     for p in range(PROCS):
         own = await store.list_messages(f"own-{p}", limit=10**6)
         assert [m.content["i"] for m in own] == list(range(ROUNDS))

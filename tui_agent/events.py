@@ -73,7 +73,8 @@ class UsagePayload(TypedDict):
 
 class StartPayload(TypedDict, total=False):
     """A run's own ``start`` has ``run_id`` and ``agent_id`` (and the thread, with memory); the
-    store's has ``agent_id`` only; a persisted signal's tiny run has ``persisted``."""
+    store's has ``agent_id`` only. ``persisted``: in logs written before issue 21, the empty
+    run a persisted signal's echo was wrapped in (now the echo stands alone, run id None)."""
 
     run_id: str
     agent_id: str | None
@@ -118,8 +119,8 @@ class StepFinishPayload(TypedDict):
 
 
 class FinishPayload(TypedDict):
-    """``usage`` and ``text`` come from a run; a persisted signal's tiny run has
-    ``persisted`` instead."""
+    """``usage`` and ``text`` come from a run; ``persisted`` instead ends the empty run of a
+    persisted signal in logs written before issue 21."""
 
     finish_reason: str
     usage: NotRequired[UsagePayload]

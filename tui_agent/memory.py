@@ -7,14 +7,21 @@ the state lanes and the notification inbox (mixins) are all read back from the s
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tui_agent.errors import ConfigError, StoreError
+from tui_agent.errors import ArgumentTypeError, ConfigError, StoreError
 from tui_agent.notifications.inbox import InboxMixin
 from tui_agent.notifications.records import NotificationRecord
 from tui_agent.settings import current_settings
-from tui_agent.signals.limits import check_id, check_json_value, check_limit, check_text
+from tui_agent.signals.limits import (
+    as_items,
+    check_id,
+    check_json_value,
+    check_limit,
+    check_text,
+)
 from tui_agent.state.lanes import StateLanesMixin
 from tui_agent.store.approvals import STATUSES as APPROVAL_STATUSES
 from tui_agent.store.changes import ChangeFeed
@@ -111,10 +118,22 @@ class Memory(StateLanesMixin, InboxMixin):
         )
 
     async def update_thread(
-        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+        self,
+        thread_id: str,
+        *,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        unset: Iterable[str] = (),
     ) -> ThreadRecord:
+        """Rename the thread (``title``) and merge ``metadata`` into its metadata, as the
+        reference's updateThread does: the keys given replace theirs, every other key stays
+        (the thread's model, ``set_thread_model``, too). ``unset``: keys to remove. One
+        transaction; ``StoreError`` for an unknown thread (tests/test_agent_memory.py)."""
+        keys = _unset_keys(unset)
         _check_thread_fields(thread_id, None, title, metadata)
-        return await self.store.update_thread(thread_id, title=title, metadata=metadata)
+        return await self.store.update_thread(
+            thread_id, title=title, metadata=metadata, unset=keys
+        )
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -181,11 +200,10 @@ class Memory(StateLanesMixin, InboxMixin):
             from tui_agent.models.resolve import validate_model_spec
 
             validate_model_spec(model)
-        thread = await self.create_thread(thread_id, resource_id=resource_id)
-        metadata = {k: v for k, v in thread.metadata.items() if k != "model"}
-        if model is not None:
-            metadata["model"] = model
-        return await self.store.update_thread(thread_id, metadata=metadata)
+        await self.create_thread(thread_id, resource_id=resource_id)
+        if model is None:  # the thread's other metadata stays (update_thread merges)
+            return await self.store.update_thread(thread_id, unset=("model",))
+        return await self.store.update_thread(thread_id, metadata={"model": model})
 
     async def waiting_signals(self, thread_id: str) -> list[dict[str, Any]]:
         """Signals accepted on the thread that no run has taken yet (``status`` pending:
@@ -295,6 +313,15 @@ def to_model_messages(records: list[MessageRecord]) -> list[dict[str, Any]]:
         else:
             messages.append({"role": record.role, "content": record.content})
     return messages
+
+
+def _unset_keys(unset: object) -> tuple[str, ...]:
+    """``unset`` as a tuple of key names: a list or tuple of strings (a lone string would be
+    read as its letters: refused)."""
+    keys = as_items(unset)
+    if keys is None or not all(isinstance(key, str) for key in keys):
+        raise ArgumentTypeError(f"unset must be a list of metadata keys, got {unset!r}")
+    return tuple(keys)
 
 
 def _check_thread_fields(

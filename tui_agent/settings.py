@@ -30,6 +30,7 @@ from pydantic_settings import (
 
 from tui_agent.errors import ConfigError
 from tui_agent.paths import config_dir
+from tui_agent.settings_mcp import MCPServerSettings, MCPSettings
 
 ENV_PREFIX = "TUI_AGENT_"
 FILE_NAME = "tui-agent.toml"
@@ -67,6 +68,7 @@ class Settings(BaseSettings):
     show_state: bool = True
     agents: list[AgentSettings] = Field(default_factory=list)
     default_agent: str | None = None
+    mcp: MCPSettings = Field(default_factory=MCPSettings)  # [mcp.servers.NAME]: tools from MCP
     lease_ttl_s: float | None = None
     lease_renew_s: float | None = None
     local_threads: int | None = None
@@ -236,4 +238,6 @@ def _explain(error: ValidationError, sources: dict[str, str]) -> str:
 
 def _known_keys(location: tuple[Any, ...]) -> list[str]:
     model: type[BaseModel] = AgentSettings if location[:1] == ("agents",) else Settings
+    if location[:1] == ("mcp",):  # mcp.KEY, mcp.servers.NAME.KEY
+        model = MCPServerSettings if len(location) > 3 else MCPSettings
     return list(model.model_fields)

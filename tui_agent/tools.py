@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,12 @@ from tui_agent._util import call_off_loop, maybe_await
 from tui_agent.errors import ConfigError, ToolDefinitionError
 
 _TOOL_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def is_tool_name(name: object) -> bool:
+    """Whether ``name`` may name a tool to a model: a non-empty string of letters, digits,
+    ``_`` or ``-`` (what every provider's function names accept)."""
+    return isinstance(name, str) and bool(name) and set(name) <= _TOOL_NAME_CHARS
 
 
 class ToolInputError(Exception):
@@ -54,7 +61,7 @@ class Tool:
     _wants_context: bool = field(init=False, repr=False, default=True)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not self.id or not set(self.id) <= _TOOL_NAME_CHARS:
+        if not is_tool_name(self.id):
             raise ToolDefinitionError(
                 f"tool id {self.id!r} must be a non-empty string of letters, digits, '_' or '-'"
             )
@@ -207,25 +214,34 @@ def _takes_two_arguments(fn: Callable[..., Any]) -> bool:
 # ``hooks["transform"]``: the reference's tool payload transform policy.
 #
 # As the reference describes it, the policy transforms a tool's payload *before the stream shows
-# it* (target ``"display"``: the ``tool-call`` / ``tool-result`` chunks, which subscribers and the
-# event log see too) *and before the user-visible stored messages get it* (target
-# ``"transcript"``: the assistant message's tool calls and the tool message kept in memory). The
-# model and the tool itself always get the real payload in the run; ``result.tool_calls`` /
-# ``result.tool_results`` stay real too. A later run's history comes from the stored transcript,
-# so it sees the transcript form.
+# it* (target ``"display"``: the ``tool-call`` / ``tool-result`` chunks, which subscribers, the
+# event log, the app, ``watch`` and an export see too) *and before the user-visible stored
+# messages get it* (target ``"transcript"``: the assistant message's tool calls and the tool
+# message kept in memory). The model and the tool itself always get the real payload in the
+# run; so does the caller's own program (``result.tool_calls`` / ``result.tool_results`` /
+# ``result.steps``, the scorers' ``result``), as in the reference, whose chunks keep the real
+# payload and carry the transformed forms for display and transcript beside it. A later run's
+# history comes from the stored transcript, so it sees the transcript form.
 #
 # A policy is a function ``fn(ctx) -> payload | None`` (both targets), or ``{"targets":
 # ["display", "transcript"], "transform_tool_payload": fn}``. ``ctx`` has ``target``, ``phase``
-# (``"input-available"`` for the call's input, ``"output-available"`` for its result),
-# ``tool_name``, ``tool_call_id``, ``input`` and, for the output phase, ``output``; ``fn`` returns
-# the payload to show instead, or None to keep it. Sync or async. Given per agent
+# (``"input-available"`` for the call's input, ``"output-available"`` for its result, ``"error"``
+# for a failed call's error message), ``tool_name``, ``tool_call_id``, ``input``, and ``output``
+# (the output phase) or ``error`` (the error phase); ``fn`` returns the payload to show instead,
+# or None to keep it. Sync or async. A policy that raises hides the payload (a placeholder is
+# shown: a broken policy must not leak what it was meant to hide). Given per agent
 # (``Agent(hooks={"transform": ...})``), per tool (``create_tool(transform=...)``: wins over the
 # agent's) and per call (``generate(hooks={"transform": ...})`` replaces the agent's, as for the
-# other hooks). Tested by tests/test_conformance.py.
+# other hooks). Every producer of a shown or kept payload asks :func:`shown_args` and
+# :func:`shown_result`, once per call and target. Tested by tests/test_transform_privacy.py and
+# tests/test_conformance.py.
 
 TARGETS = ("display", "transcript")
 INPUT_PHASE = "input-available"
 OUTPUT_PHASE = "output-available"
+ERROR_PHASE = "error"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,11 +251,57 @@ class TransformPolicy:
 
     async def apply(self, target: str, phase: str, context: dict[str, Any], payload: Any) -> Any:
         """``payload`` as ``target`` should get it in ``phase`` (unchanged when the policy does
-        not cover the target or returns None)."""
+        not cover the target or returns None; a placeholder when the policy raises)."""
         if target not in self.targets:
             return payload
-        changed = await maybe_await(self.transform({**context, "target": target, "phase": phase}))
+        try:
+            changed = await maybe_await(
+                self.transform({**context, "target": target, "phase": phase})
+            )
+        except Exception as error:  # fail closed: show that something was hidden, not what
+            log.warning(
+                "the tool payload transform policy raised for %s (%s, %s): %s",
+                context.get("tool_name"),
+                target,
+                phase,
+                type(error).__name__,
+            )
+            return {"message": f"tool {phase} payload unavailable"}
         return payload if changed is None else changed
+
+
+async def shown_args(
+    policy: TransformPolicy | None, target: str, *, tool_name: str, tool_call_id: str, args: Any
+) -> Any:
+    """What ``target`` (``"display"`` or ``"transcript"``) may show of a call's input: the
+    ``args`` of both chunk types, the stored tool call. ``args`` itself without a policy."""
+    if policy is None:
+        return args
+    context = {"tool_name": tool_name, "tool_call_id": tool_call_id, "input": args}
+    return await policy.apply(target, INPUT_PHASE, context, args)
+
+
+async def shown_result(
+    policy: TransformPolicy | None,
+    target: str,
+    *,
+    tool_name: str,
+    tool_call_id: str,
+    args: Any,
+    result: Any,
+    is_error: bool = False,
+) -> Any:
+    """What ``target`` may show of a call's output (``result``): the ``tool-result`` chunk's
+    ``result``, the stored tool message. A failed call's ``{"error": message}`` goes through
+    the error phase and stays ``{"error": <text>}``. ``result`` itself without a policy."""
+    if policy is None:
+        return result
+    context = {"tool_name": tool_name, "tool_call_id": tool_call_id, "input": args}
+    if not is_error:
+        return await policy.apply(target, OUTPUT_PHASE, {**context, "output": result}, result)
+    message = result.get("error") if isinstance(result, dict) else result
+    shown = await policy.apply(target, ERROR_PHASE, {**context, "error": message}, message)
+    return {"error": shown if isinstance(shown, str) else json.dumps(shown, default=str)}
 
 
 def parse_transform(value: Any, where: str) -> TransformPolicy | None:

@@ -10,11 +10,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from tui_agent._util import as_dict, json_round_trip, maybe_await
 from tui_agent.agent import approvals
 from tui_agent.agent.approvals import ApprovalAnswer
+from tui_agent.agent.checks import (
+    EDITOR_FIELDS,
+    check_agents,
+    check_context_schema,
+    check_description,
+    check_editor,
+    check_memory,
+    check_metadata,
+    check_retries,
+    check_scorers,
+    check_tools,
+    check_workflows,
+    named,
+    static_or_fn,
+)
 from tui_agent.agent.inputs import check_memory_target, check_run_id, input_messages
 from tui_agent.agent.instructions import check_instructions, resolve_instructions
 from tui_agent.agent.options import RunOptions, parse_hooks, parse_run_options
@@ -39,17 +54,10 @@ from tui_agent.state import lanes
 from tui_agent.tools import Tool, create_tool
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
+    from tui_agent.agent.checks import ContextSchema
     from tui_agent.memory import Memory
     from tui_agent.models.base import LanguageModel
     from tui_agent.store.contract import Store
-
-    #: ``request_context_schema``: a pydantic model class, a JSON schema, or none.
-    ContextSchema: TypeAlias = type[BaseModel] | dict[str, Any] | None
-
-_EDITOR_FIELDS = ("instructions", "tools")
-
 
 class Agent:
     def __init__(
@@ -95,28 +103,30 @@ class Agent:
         self.instructions = instructions
         validate_model_spec(model)
         self.model = model
-        self.description = description
-        # Each option below may also be a function of the request context (sync or async), as
-        # in the reference: kept as given, resolved and checked once per run (_resolve_per_run).
-        self.metadata = _static_or_fn(metadata, _check_metadata)
-        self.tools = _check_tools(tools)
-        self.agents = _static_or_fn(agents, _check_agents)
-        self.workflows = _static_or_fn(workflows, _check_workflows)
+        self.description = check_description(description)
+        # Every field is checked now (tui_agent.agent.checks: the error names the field and the
+        # key). Each below may also be a function of the request context (sync or async), as in
+        # the reference: kept as given, resolved and checked once per run (_per_run).
+        self.metadata = static_or_fn(metadata, check_metadata)
+        self.tools = static_or_fn(tools, check_tools)
+        self.agents = static_or_fn(agents, _check_agents)
+        self.workflows = static_or_fn(workflows, check_workflows)
         #: The memory, or None; ``memory_fn`` holds a memory given as a function instead.
         self.memory_fn = memory if callable(memory) else None
-        self.memory: Memory | None = None if self.memory_fn else _check_memory(memory)
+        self.memory: Memory | None = None if self.memory_fn else check_memory(memory)
         self.hooks = parse_hooks(hooks)
-        self.default_options = _static_or_fn(default_options, _check_default_options)
-        self.input_processors = _static_or_fn(input_processors, _input_processors)
-        self.output_processors = _static_or_fn(output_processors, _output_processors)
-        self.max_processor_retries = 3 if max_processor_retries is None else max_processor_retries
-        self.request_context_schema: ContextSchema = _check_context_schema(request_context_schema)
-        self.editor: Literal[False] | dict[str, Any] = _check_editor(editor)
-        self.scorers = _static_or_fn(scorers, _check_scorers)
+        self.default_options = static_or_fn(default_options, _check_default_options)
+        self.input_processors = static_or_fn(input_processors, _input_processors)
+        self.output_processors = static_or_fn(output_processors, _output_processors)
+        self.max_processor_retries = check_retries(max_processor_retries)
+        self.request_context_schema: ContextSchema = check_context_schema(request_context_schema)
+        self.editor: Literal[False] | dict[str, Any] = check_editor(editor)
+        self.scorers = static_or_fn(scorers, check_scorers)
         self.notifications = notifications
         self._parsed_notifications: tuple[Any, NotificationsConfig] | None = None
         if notifications is not None:  # a bad config fails now, not at the first notification
-            self._parsed_notifications = (notifications, parse_notifications_config(notifications))
+            parsed = named("notifications", parse_notifications_config, notifications)
+            self._parsed_notifications = (notifications, parsed)
         self.runtime = self._new_runtime(PROCESS_OWNER)  # runs, tasks, lease owner, dispatcher
 
     def __repr__(self) -> str:
@@ -243,7 +253,7 @@ class Agent:
     async def resolve_metadata(self, request_context: Any = None) -> dict[str, Any]:
         """``metadata``, called with the request context when it is a function."""
         context = RequestContext.coerce(request_context)
-        return await _per_run(self.metadata, context, _check_metadata)
+        return await _per_run(self.metadata, context, check_metadata)
 
     async def _check_new_run_id(self, run_id: str, memory: Memory | None) -> None:
         """A run id names one run: reusing one (live here, or stored) is refused."""
@@ -282,7 +292,7 @@ class Agent:
         self._validate_request_context(context)
         memory = self.memory
         if self.memory_fn is not None:
-            memory = await _per_run(self.memory_fn, context, _check_memory)
+            memory = await _per_run(self.memory_fn, context, check_memory)
         if options.memory is not None and memory is None:
             raise ConfigError(
                 "memory option given but the agent has no memory: Agent(memory=Memory(...))"
@@ -299,10 +309,10 @@ class Agent:
         specs = [tool.spec(name) for name, tool in tools.items()]
         plan = RunPlan(model, system, tools, specs, options, input_messages)
         plan.memory = memory
-        plan.metadata = await _per_run(self.metadata, context, _check_metadata)
+        plan.metadata = await _per_run(self.metadata, context, check_metadata)
         plan.input_processors = await _per_run(self.input_processors, context, _input_processors)
         plan.output_processors = await _per_run(self.output_processors, context, _output_processors)
-        plan.scorers = await _per_run(self.scorers, context, _check_scorers)
+        plan.scorers = await _per_run(self.scorers, context, check_scorers)
         return plan
 
     async def _resolve_model(
@@ -327,12 +337,12 @@ class Agent:
         """The agent's tools (or the call's ``tools_override``), subagents and workflows."""
         tools = self.tools if override is None else override
         if callable(tools):
-            tools = _check_tools(await maybe_await(tools(context)))
+            tools = check_tools(await maybe_await(tools(context)))
         tools = dict(tools)
         agents = await _per_run(self.agents, context, _check_agents)
         for key, agent in agents.items():
             tools.setdefault(f"agent-{key}", _subagent_tool(key, agent))
-        workflows = await _per_run(self.workflows, context, _check_workflows)
+        workflows = await _per_run(self.workflows, context, check_workflows)
         for key, workflow in workflows.items():
             if callable(workflow):
                 tools.setdefault(f"workflow-{key}", _workflow_tool(key, workflow))
@@ -424,7 +434,7 @@ class Agent:
         from copy import copy
 
         overrides = _without_code_owned(overrides)
-        unknown = set(overrides) - set(_EDITOR_FIELDS)
+        unknown = set(overrides) - set(EDITOR_FIELDS)
         if unknown:
             raise ConfigError(f"unknown editor override(s) {sorted(unknown)}")
         allowed = self.editor
@@ -558,20 +568,6 @@ class Agent:
         return aborted
 
 
-def _check_tools(tools: object) -> Any:
-    if tools is None:
-        return {}
-    given = as_mapping(tools)
-    if callable(tools) and given is None:
-        return tools
-    if given is None:
-        raise ConfigError(
-            f"tools must be a dict {{name: tool}} or a callable, not {type(tools).__name__}"
-        )
-    for name, tool in given.items():
-        if not isinstance(tool, Tool):
-            raise ConfigError(f"tools[{name!r}] is not a tool: build it with create_tool(...)")
-    return dict(given)
 
 
 _LEGACY = (
@@ -616,12 +612,6 @@ def _refuse_unsupported(**given: Any) -> None:
             raise ConfigError(_NOT_APPLICABLE[name])
 
 
-def _static_or_fn(value: Any, check: Callable[[Any], Any]) -> Any:
-    """A constructor option as given: a function of the request context is kept (checked when
-    a run resolves it), anything else is checked now."""
-    if callable(value) and not isinstance(value, Mapping | list | tuple):
-        return value
-    return check(value)
 
 
 async def _per_run(value: Any, context: RequestContext, check: Callable[[Any], Any]) -> Any:
@@ -638,33 +628,10 @@ async def _per_run(value: Any, context: RequestContext, check: Callable[[Any], A
         raise type(error)(note) from None
 
 
-def _check_metadata(metadata: object) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    given = as_mapping(metadata)
-    if given is None:
-        raise ConfigError(f"metadata must be a dict, not {type(metadata).__name__}")
-    return dict(given)
 
 
-def _check_workflows(workflows: object) -> dict[str, Any]:
-    if workflows is None:
-        return {}
-    given = as_mapping(workflows)
-    if given is None:
-        raise ConfigError(
-            f"workflows must be a dict {{name: workflow}}, not {type(workflows).__name__}"
-        )
-    return dict(given)
 
 
-def _check_scorers(scorers: object) -> dict[str, Any]:
-    if scorers is None:
-        return {}
-    given = as_mapping(scorers)
-    if given is None:
-        raise ConfigError(f"scorers must be a dict {{name: scorer}}, not {type(scorers).__name__}")
-    return dict(given)
 
 
 def _check_default_options(options: object) -> dict[str, Any]:
@@ -685,46 +652,13 @@ def _output_processors(processors: object) -> list[Any]:
 
 
 def _check_agents(agents: object) -> dict[str, Agent]:
-    if agents is None:
-        return {}
-    given = as_mapping(agents)
-    if given is None:
-        raise ConfigError(f"agents must be a dict {{name: Agent}}, not {type(agents).__name__}")
-    for name, agent in given.items():
-        if not isinstance(agent, Agent):
-            raise ConfigError(f"agents[{name!r}] is not an Agent")
-    return dict(given)
+    return check_agents(agents, Agent)
 
 
-def _check_memory(memory: Any) -> Memory | None:
-    if memory is None:
-        return None
-    if not hasattr(memory, "store") or not hasattr(memory, "model_history"):
-        raise ConfigError(f"memory must be a Memory(...), not {type(memory).__name__}")
-    return cast("Memory", memory)  # a Memory, or an object that acts as one
 
 
-def _check_context_schema(schema: object) -> ContextSchema:
-    if schema is None:
-        return None
-    if isinstance(schema, dict):
-        return cast("dict[str, Any]", schema)  # a JSON schema
-    if isinstance(schema, type) and hasattr(schema, "model_validate"):
-        return cast("type[BaseModel]", schema)
-    raise ConfigError("request_context_schema must be a pydantic model class or a JSON schema")
 
 
-def _check_editor(editor: object) -> Literal[False] | dict[str, Any]:
-    if editor is None:
-        return {"instructions": True, "tools": True}  # the reference's default
-    if editor is False:
-        return False
-    given = as_given_dict(editor)
-    if given is None or set(given) - set(_EDITOR_FIELDS):
-        raise ConfigError(
-            "editor must be False or {'instructions': bool, 'tools': bool | {'description': bool}}"
-        )
-    return given
 
 
 _CODE_OWNED = ("id", "name", "model")

@@ -92,6 +92,28 @@ def parse_run_options(
     return parsed
 
 
+def wake_options(
+    stream_options: dict[str, Any], resource_id: str, thread_id: str, run_id: str
+) -> dict[str, Any]:
+    """A woken run's ``stream()`` options: the sender's ``if_idle.stream_options`` (their own
+    objects, functions and tools included) on the signal's thread, under the id the wake was
+    given; ``memory={"options": {...}}`` there is kept (signals.data.check_stream_options
+    refuses a memory naming a thread)."""
+    given = as_mapping(stream_options.get("memory")) or {}
+    memory = {"resource": resource_id, "thread": thread_id, **given}
+    return {**stream_options, "memory": memory, "run_id": run_id}
+
+
+def check_wake_options(
+    stream_options: dict[str, Any], defaults: dict[str, Any], agent_hooks: dict[str, Any]
+) -> None:
+    """Fail at the send, naming the option, for what a woken run would refuse."""
+    try:
+        parse_run_options(wake_options(stream_options, "r", "t", "check"), defaults, agent_hooks)
+    except ConfigError as error:
+        raise ConfigError(f"if_idle.stream_options: {error}") from None
+
+
 def parse_memory_option(memory: object) -> MemoryTarget | None:
     if memory is None:
         return None

@@ -55,9 +55,9 @@ def check_processors(processors: object, what: str) -> list[Any]:
     if given is None:
         raise ProcessorError(f"{what} must be a list of processors")
     methods = ("process_input", "process_output_stream", "process_output_result")
-    for processor in given:
+    for index, processor in enumerate(given):
         if not any(hasattr(processor, m) for m in methods):
             raise ProcessorError(
-                f"{what}: {processor!r} has none of the methods {', '.join(methods)}"
+                f"{what}[{index}]: {processor!r} has none of the methods {', '.join(methods)}"
             )
     return list(given)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, cast
 
-from tui_agent.agent.options import parse_run_options
+from tui_agent.agent.options import check_wake_options
 from tui_agent.agent.ports import AgentCore
 from tui_agent.errors import ConfigError, SignalError
 from tui_agent.signals.data import (
@@ -107,7 +107,7 @@ def send(
     if idle.stream_options:  # fail now (without any, the agent's own were checked when built)
         given = agent.default_options  # a dict, or a function of the request context
         defaults = cast("dict[str, Any]", given) if isinstance(given, dict) else {}
-        parse_run_options(idle.stream_options, defaults, agent.hooks)
+        check_wake_options(idle.stream_options, defaults, agent.hooks)
     if agent.memory is None:
         return _send_in_process(agent, _signal_of(sent), target, active, kind == "queue")
     loop = asyncio.get_running_loop()

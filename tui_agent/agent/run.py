@@ -99,7 +99,7 @@ class Run:
             run_id=self.run_id, agent_id=deps.agent_id, owner=lambda: deps.host.owner,
             tools=plan.tools, require_all=self.options.require_tool_approval,
             timeout_s=self.options.approval_timeout_s, memory=self.memory, log=self._log,
-            output=output, parked=deps.host.parked, shown=self._tools.shown_args,
+            output=output, parked=deps.host.parked, shown=self._tools.display_args,
         )
         self._model = ModelStep(self, deps, self.emit, self.abort_event, self._tools)
 

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from tui_agent.agent.approval_gate import ParkedRuns
-from tui_agent.agent.options import RunOptions, parse_run_options
+from tui_agent.agent.options import RunOptions, parse_run_options, wake_options
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.plan import RunDeps, RunPlan
 from tui_agent.agent.ports import AgentCore
@@ -127,8 +127,7 @@ class ThreadRuntime:
         calls it executes first). Its input is the thread's pending signals. If it cannot
         even start (a misconfigured agent), the lease is released and the run marked failed."""
         agent = self.agent
-        memory = {"resource": resource_id, "thread": thread_id}
-        options = {**stream_options, "memory": memory, "run_id": run_id}
+        options = wake_options(stream_options, resource_id, thread_id, run_id)
         if resume and resume[0].options.get("require_tool_approval"):
             options["require_tool_approval"] = True  # as the run it goes on for was asked
         try:

@@ -1,6 +1,6 @@
 """What a run keeps of its steps: the messages the model gets and the store keeps of each step
 (the store gets a tool payload's transcript form, the model its real one:
-tests/test_redaction.py), the step results, and the run's result."""
+tests/test_transform_privacy.py), the step results, and the run's result."""
 
 from __future__ import annotations
 

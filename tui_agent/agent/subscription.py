@@ -7,8 +7,10 @@ its own thread past its cursor. A subscriber that joins mid-run starts at that r
 event; finished runs are not replayed.
 
 It takes the agent as :class:`~tui_agent.agent.ports.AgentCore`: ``abort()`` finds a run of this
-process through the agent's runtime. Tested by tests/test_signals_routing.py and
-tests/test_run_end.py; the shared poller by tests/test_change_feed.py.
+process through the agent's runtime. ``sub.stream`` is a :class:`SubscriptionStream`, which a
+cancelled read (a ``wait_for`` that timed out) leaves usable. Tested by
+tests/test_signals_routing.py, tests/test_run_end.py and tests/test_subscription_stream.py; the
+shared poller by tests/test_change_feed.py.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections import deque
 from typing import Any
 
 from tui_agent.agent.ports import AgentCore
@@ -57,7 +59,11 @@ class ThreadSubscription:
         self._live_task: asyncio.Task[None] | None = None
         self._live_watch: ChangeWatch | None = None
         self._ended: set[str] = set()  # runs whose end this subscriber has read
-        self.stream: AsyncIterator[dict[str, Any]] = self._events()
+        self._unread: deque[dict[str, Any]] = deque()  # read from the log, not handed out yet
+        self._last_reap = time.monotonic()
+        #: The thread's events from the cursor on, as they come (``async for``); a read that
+        #: times out (``asyncio.wait_for(anext(sub.stream), t)``) leaves it usable.
+        self.stream: SubscriptionStream = SubscriptionStream(self)
 
     def follow_live_run(self) -> None:
         """Keep :meth:`active_run_id` current with runs of other processes, stream read or not
@@ -95,8 +101,7 @@ class ThreadSubscription:
         """End this subscriber's stream (the run goes on)."""
         self._closed = True
         self._wake.set()
-        if self._changes is not None:
-            self._changes.close()  # the stream may never be read again: stop the poller now
+        self._release()  # the stream may never be read again: stop the poller now
         if self._live_task is not None:
             self._live_task.cancel()
         if self._live_watch is not None:
@@ -111,29 +116,36 @@ class ThreadSubscription:
                 self._ended.clear()  # the store's answer is newer than the ends read so far
                 await asyncio.sleep(LIVE_CHECK_S)  # a streaming run commits often: read less
 
-    async def _events(self) -> AsyncIterator[dict[str, Any]]:
-        # Taken before the first read: a commit after it wakes this subscriber.
-        self._changes = ChangeFeed.of(self._store).watch(self._wake, local=False)
-        try:
-            last_reap = time.monotonic()
-            while not self._closed:
-                self._wake.clear()
-                events = await self._store.read_events(self.thread_id, self._cursor)
-                for event in events:
-                    self._cursor = event["seq"]
-                    self._track(event)
-                    yield event
-                    if self._closed:
-                        return
-                if events:
-                    continue
-                await self._wait()
-                if self._active_run_id and time.monotonic() - last_reap > REAP_EVERY_S:
-                    last_reap = time.monotonic()
-                    await self._store.reap_expired_lease(self.thread_id)
-        finally:
+    async def next_event(self) -> dict[str, Any]:
+        """The next event of the thread's log past this subscriber's cursor, waiting for one;
+        ``StopAsyncIteration`` once unsubscribed. A cancelled call (``asyncio.wait_for`` timing
+        out) changes nothing: the cursor moves only as an event is handed out, so the next call
+        goes on from there (tests/test_subscription_stream.py)."""
+        if self._changes is None:  # the first read: a commit after this wakes the subscriber
+            self._changes = ChangeFeed.of(self._store).watch(self._wake, local=False)
+        while not self._closed:
+            if self._unread:
+                event = self._unread.popleft()
+                self._cursor = event["seq"]
+                self._track(event)
+                return event
+            self._wake.clear()
+            events = await self._store.read_events(self.thread_id, self._cursor)
+            if events:
+                self._unread.extend(events)
+                continue
+            await self._wait()
+            if self._active_run_id and time.monotonic() - self._last_reap > REAP_EVERY_S:
+                self._last_reap = time.monotonic()
+                await self._store.reap_expired_lease(self.thread_id)
+        self._release()
+        raise StopAsyncIteration
+
+    def _release(self) -> None:
+        """Stop the wakes of this subscriber's stream (idempotent)."""
+        if self._changes is not None:
             self._changes.close()
-            self._store.remove_listener(self.thread_id, self._wake)
+        self._store.remove_listener(self.thread_id, self._wake)
 
     async def _wait(self) -> None:
         """Until this process appends, another process commits, or unsubscribe(); while a run
@@ -149,6 +161,26 @@ class ThreadSubscription:
             self._ended.add(event["run_id"])
             if event["run_id"] == self._active_run_id:
                 self._active_run_id = None
+
+
+class SubscriptionStream:
+    """``sub.stream``: an async iterator over the thread's events that outlives a cancelled
+    read (an async generator would be closed by one), so a ``wait_for`` that times out leaves
+    the stream usable. ``aclose()`` unsubscribes."""
+
+    __slots__ = ("_subscription",)
+
+    def __init__(self, subscription: ThreadSubscription) -> None:
+        self._subscription = subscription
+
+    def __aiter__(self) -> SubscriptionStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        return await self._subscription.next_event()
+
+    async def aclose(self) -> None:
+        self._subscription.unsubscribe()
 
 
 async def check_thread_owner(store: Any, resource_id: str, thread_id: str) -> None:

@@ -1,7 +1,7 @@
 """Tool execution within a run: the hooks around each call (``before_tool_call`` may answer
 instead of the tool, ``after_tool_call`` sees the outcome) and the transform policy
 (``hooks["transform"]`` or the tool's own: what the stream shows and what the transcript keeps
-of a tool payload, while the model gets the real one: tests/test_redaction.py).
+of a tool payload, while the model gets the real one: tests/test_transform_privacy.py).
 
 A tool's failure, a bad input or an unstorable result is the model's business, not a crash:
 it becomes the call's error result and the run goes on (tests/test_agent_loop.py).
@@ -19,20 +19,23 @@ from tui_agent.agent.result import ToolCall, ToolResult
 from tui_agent.events import TOOL_RESULT, ChunkType
 from tui_agent.signals.limits import as_given_dict
 from tui_agent.tools import (
-    INPUT_PHASE,
-    OUTPUT_PHASE,
     Tool,
     ToolContext,
     ToolInputError,
     TransformPolicy,
+    shown_args,
+    shown_result,
 )
 
 Emit = Callable[[ChunkType, dict[str, Any]], None]
+_NOT_SHOWN = object()
 
 
 class ToolRunner:
-    """Runs one run's tool calls and keeps the transcript form of their payloads (by
-    ("in"|"out", call id)) until the step's messages are stored."""
+    """Runs one run's tool calls and keeps what the transform policy lets each target have of
+    their payloads (``shown_args`` / ``shown_result``, asked once per call and target): the
+    display form goes into both chunk types, the transcript form is taken when the step's
+    messages are stored."""
 
     def __init__(
         self,
@@ -47,7 +50,8 @@ class ToolRunner:
         self._context = context
         self._hook_metadata = hook_metadata
         self._emit = emit
-        self._transcript: dict[tuple[str, str], Any] = {}
+        self._shown_args: dict[str, Any] = {}  # call id → its display args (both chunks)
+        self._transcript: dict[tuple[str, str], Any] = {}  # ("in"|"out", call id) → kept
 
     async def run_all(self, calls: list[ToolCall]) -> list[ToolResult]:
         if len(calls) == 1:
@@ -69,11 +73,13 @@ class ToolRunner:
                            declined: str) -> ToolResult:
         """A call a person answered: approved, it runs with ``args`` (the input, maybe
         edited); declined, its result is the error ``declined`` (the model reads it)."""
-        call = call.model_copy(update={"args": args})
+        if args != call.args:  # an edited input: its result shows the edited one's form
+            self._shown_args.pop(call.tool_call_id, None)
+            call = call.model_copy(update={"args": args})
         if approved:
             return await self._run(call)
         result = error_result(call, declined)
-        self._emit(TOOL_RESULT, result.model_dump())
+        self._emit(TOOL_RESULT, await self._shown_result(call, result))
         return result
 
     async def _run(self, call: ToolCall) -> ToolResult:
@@ -90,40 +96,47 @@ class ToolRunner:
         return self._hooks.get("transform")
 
     async def shown_call(self, call: ToolCall) -> dict[str, Any]:
-        """The ``tool-call`` chunk's payload (display form); keeps the transcript form."""
+        """The ``tool-call`` chunk's payload (display form); keeps the transcript form, and the
+        display args for the ``tool-result`` chunk."""
         payload = call.model_dump()
         policy = self._policy(call.tool_name)
         if policy is None:
             return payload
-        context = {"tool_name": call.tool_name, "tool_call_id": call.tool_call_id,
-                   "input": call.args}
-        payload["args"] = await policy.apply("display", INPUT_PHASE, context, call.args)
-        self._transcript[("in", call.tool_call_id)] = await policy.apply(
-            "transcript", INPUT_PHASE, context, call.args
+        ids = {"tool_name": call.tool_name, "tool_call_id": call.tool_call_id}
+        payload["args"] = await shown_args(policy, "display", args=call.args, **ids)
+        self._shown_args[call.tool_call_id] = payload["args"]
+        self._transcript[("in", call.tool_call_id)] = await shown_args(
+            policy, "transcript", args=call.args, **ids
         )
         return payload
 
-    async def shown_args(self, call: ToolCall) -> Any:
+    async def display_args(self, call: ToolCall) -> Any:
         """A call's arguments as the stream shows them (display form), keeping nothing: the
         ``tool-call-approval`` chunk's (the stored call keeps the real ones, to run them)."""
-        policy = self._policy(call.tool_name)
-        if policy is None:
-            return call.args
-        context = {"tool_name": call.tool_name, "tool_call_id": call.tool_call_id,
-                   "input": call.args}
-        return await policy.apply("display", INPUT_PHASE, context, call.args)
+        return await shown_args(self._policy(call.tool_name), "display",
+                                tool_name=call.tool_name, tool_call_id=call.tool_call_id,
+                                args=call.args)
 
     async def _shown_result(self, call: ToolCall, result: ToolResult) -> dict[str, Any]:
-        """The ``tool-result`` chunk's payload (display form); keeps the transcript form."""
+        """The ``tool-result`` chunk's payload (display form: its ``args`` as the ``tool-call``
+        chunk showed them); keeps the transcript form."""
         payload = result.model_dump()
         policy = self._policy(call.tool_name)
-        if policy is None or result.is_error:
+        if policy is None:
             return payload
-        context = {"tool_name": call.tool_name, "tool_call_id": call.tool_call_id,
-                   "input": call.args, "output": result.result}
-        payload["result"] = await policy.apply("display", OUTPUT_PHASE, context, result.result)
-        self._transcript[("out", call.tool_call_id)] = await policy.apply(
-            "transcript", OUTPUT_PHASE, context, result.result
+        shown = self._shown_args.pop(call.tool_call_id, _NOT_SHOWN)
+        if shown is _NOT_SHOWN:  # no tool-call chunk showed it (never so in a run: a guard)
+            shown = await shown_args(
+                policy,
+                "display",
+                tool_name=call.tool_name,
+                tool_call_id=call.tool_call_id,
+                args=call.args,
+            )
+        payload["args"] = shown
+        payload["result"] = await _result_for(policy, "display", call, result)
+        self._transcript[("out", call.tool_call_id)] = await _result_for(
+            policy, "transcript", call, result
         )
         return payload
 
@@ -140,8 +153,12 @@ class ToolRunner:
             return error_result(call, str(error))
         c = self._context
         context = ToolContext(
-            agent=c.agent, run_id=c.run_id, resource_id=c.resource_id, thread_id=c.thread_id,
-            request_context=c.request_context, tool_call_id=call.tool_call_id,
+            agent=c.agent,
+            run_id=c.run_id,
+            resource_id=c.resource_id,
+            thread_id=c.thread_id,
+            request_context=c.request_context,
+            tool_call_id=call.tool_call_id,
         )
         hook_input: dict[str, Any] = {
             "tool_name": call.tool_name,
@@ -181,6 +198,21 @@ class ToolRunner:
             args=call.args,
             result=result,
         )
+
+
+async def _result_for(
+    policy: TransformPolicy, target: str, call: ToolCall, result: ToolResult
+) -> Any:
+    """What ``target`` may show of ``result`` (``tools.shown_result``)."""
+    return await shown_result(
+        policy,
+        target,
+        tool_name=call.tool_name,
+        tool_call_id=call.tool_call_id,
+        args=call.args,
+        result=result.result,
+        is_error=result.is_error,
+    )
 
 
 def error_result(call: ToolCall, message: str) -> ToolResult:

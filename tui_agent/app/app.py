@@ -92,6 +92,7 @@ class AppConfig:
     show_state: bool = False  # the focused pane's state panel, where there is room
     remember: Callable[[str, bool], object] | None = None  # keeps a toggle's choice (settings)
     models: list[str] = field(default_factory=list)  # the settings' model strings (the picker)
+    notices: list[str] = field(default_factory=list)  # start-up problems (an MCP server's)
 
 
 class TuiAgentApp(App[int]):
@@ -211,6 +212,8 @@ class TuiAgentApp(App[int]):
             self.open_pane(resource_id, thread_id)
         if not config.threads:
             self._update_bar()
+        for notice in config.notices:
+            self.notify(notice, title="MCP", severity="warning", timeout=15)
         if config.warm_model:
             self._warm_model()
         if config.demo:

@@ -62,6 +62,7 @@ async def run_app(args: argparse.Namespace) -> int:
     async def boot() -> Any:
         from tui_agent.startup.agents import build_agent, missing_credential
         from tui_agent.startup.args import settle
+        from tui_agent.startup.mcp_tools import start_mcp_tools
 
         await asyncio.to_thread(settle, args)  # the settings: flags > env > file
         agent = await asyncio.to_thread(build_agent, args)  # the core's imports, off the loop
@@ -71,6 +72,7 @@ async def run_app(args: argparse.Namespace) -> int:
         missing_key = await missing_credential(agent)
         config = build_config(args, agent)
         config.warm_model = config.warm_model and missing_key is None
+        config.notices = await start_mcp_tools(agent)  # a server that did not start: a notice
         settle_garbage_collector()  # the core's modules are in now
         return config
 
@@ -87,8 +89,11 @@ async def run_app(args: argparse.Namespace) -> int:
     finally:
         for each in started:  # after a crash too: the runs this app owned end aborted
             await each.shutdown()
+        from tui_agent.startup.mcp_tools import close_mcp_tools
+
         for agent in built:
             await agent.close(timeout=CLOSE_S)
+            await close_mcp_tools(agent)
             await agent.memory.store.close()
     if app.crash is not None:
         print(crash_line(app.crash, write_crash_report(app.crash)), file=sys.stderr)

@@ -188,7 +188,7 @@ class Transcript:
         if run_id in self._runs_from_history:  # the stream replays this run from its start
             self._remove_run(run_id)
         if payload.get("persisted"):
-            return  # a persisted signal's tiny run: just its echo
+            return  # a persisted signal's empty run (logs before issue 21): just its echo
         run = RunInfo(run_id, agent_id=str(payload.get("agent_id") or ""))
         self.runs[run_id] = run
         self.last_run = run

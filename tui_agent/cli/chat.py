@@ -41,6 +41,7 @@ from tui_agent.startup.agents import (
     parse_attrs,
     store_path,
 )
+from tui_agent.startup.mcp_tools import close_mcp_tools, start_mcp_tools
 from tui_agent.text import one_line
 
 HELP = """\
@@ -150,6 +151,7 @@ class Chat:
             await asyncio.wait_for(pump, 1.0)
         self.renderer.close()
         await self.agent.close()
+        await close_mcp_tools(self.agent)
         await self.agent.memory.store.close()
 
     # -- input ------------------------------------------------------------------------------
@@ -313,6 +315,8 @@ async def run_chat(args: argparse.Namespace) -> int:
         soft_wrap=True,
     )
     await _warm_up(agent, console)
+    for problem in await start_mcp_tools(agent):  # a server that did not start: one line each
+        console.print(Text(f"tui-agent: warning: {problem}", style="yellow"), soft_wrap=True)
     if sys.stdin.isatty():
         _enable_line_editing()
         console.print(Text("Type a message · /help · Ctrl-C aborts an answer · Ctrl-D quits",

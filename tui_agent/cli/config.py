@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any
 
 from tui_agent.settings import settings_file
@@ -20,9 +21,48 @@ async def run_config(args: argparse.Namespace) -> int:
     print(f"# settings file: {path or 'none (./tui-agent.toml or ~/.config/tui-agent/)'}")
     values = settings.model_dump(mode="json")
     width = max(len(name) for name in values)
+    servers = values["mcp"]["servers"]
     for name, value in values.items():
-        print(f"{name:<{width}}  {_shown(name, value):<40}  # {settings.sources[name]}")
+        if name != "mcp" or not servers:
+            print(f"{name:<{width}}  {_shown(name, value):<40}  # {settings.sources[name]}")
+    if servers:
+        print("# MCP servers: each tool is the agent's as NAME_TOOL")
+        for name, server in settings.mcp.servers.items():
+            shown = json.dumps(_server_shown(server), ensure_ascii=False)
+            print(f"mcp.servers.{name}  {shown}  # {settings.sources['mcp']}")
     return 0
+
+
+def _server_shown(server: Any) -> dict[str, Any]:
+    """An MCP server's settings as given, fit to show: every ``env`` value masked (that is where
+    a server's keys go), a secret-looking flag's value in ``args`` masked, and a URL's password
+    and secret-looking query values."""
+    shown = server.model_dump(mode="json", exclude_defaults=True)
+    if "env" in shown:
+        shown["env"] = dict.fromkeys(shown["env"], "***")
+    if "args" in shown:
+        shown["args"] = _args_masked(shown["args"])
+    if "url" in shown:
+        shown["url"] = re.sub(r"([?&])([^=&]+)=([^&]*)",
+                              lambda m: m.group(0) if not _secret(m.group(2))
+                              else f"{m.group(1)}{m.group(2)}=***",
+                              without_password(shown["url"]))
+    return shown
+
+
+def _args_masked(args: list[str]) -> list[str]:
+    """``--api-key X``, ``--token=X`` → ``--api-key ***``, ``--token=***``."""
+    masked: list[str] = []
+    for arg in args:
+        flag, equals, _ = arg.partition("=")
+        if masked and masked[-1].startswith("-") and "=" not in masked[-1] and _secret(
+                masked[-1].lstrip("-")):
+            masked.append("***")
+        elif equals and flag.startswith("-") and _secret(flag.lstrip("-")):
+            masked.append(f"{flag}=***")
+        else:
+            masked.append(arg)
+    return masked
 
 
 def _shown(name: str, value: Any) -> str:

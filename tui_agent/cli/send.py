@@ -18,6 +18,7 @@ from tui_agent.cli.render import Renderer, make_console, quiet_terminal
 from tui_agent.errors import ConfigError
 from tui_agent.events import ERROR
 from tui_agent.startup.agents import build_agent, check_model, parse_attrs
+from tui_agent.startup.mcp_tools import close_mcp_tools
 
 
 async def run_send(args: argparse.Namespace) -> int:
@@ -41,6 +42,7 @@ async def run_send(args: argparse.Namespace) -> int:
         await _drain_local_runs(agent, quiet=args.quiet)
     finally:
         await agent.close()
+        await close_mcp_tools(agent)
         await agent.memory.store.close()
     return code
 

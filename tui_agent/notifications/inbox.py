@@ -356,7 +356,8 @@ def _stream_options_only(if_idle: object) -> dict[str, Any]:
             "policy (Agent(notifications={'delivery_policy': ...})) decides whether a "
             "notification wakes, persists or waits; put attributes on the notification itself"
         )
-    return parsed.model_dump(exclude={"behavior", "attributes"}, exclude_defaults=True)
+    # As given (a dump would open up a Tool object): they stay in this process.
+    return {"stream_options": parsed.stream_options} if parsed.stream_options else {}
 
 
 async def _store_and_act(

@@ -411,7 +411,11 @@ class IfActive(BaseModel):
 
 
 class IfIdle(BaseModel):
-    """What to do when the target thread is idle; ``stream_options`` configure a woken run."""
+    """What to do when the target thread is idle; ``stream_options`` configure the run a wake
+    starts, as ``stream()``'s options do: kept as given (functions, ``Tool`` objects, hooks;
+    never turned into JSON, never stored), for the run the sending process starts. A run
+    started elsewhere or later (a rescued signal, a queued message, a deferred notification)
+    gets its agent's ``default_options`` instead (docs/api.md, "Signals")."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -426,8 +430,8 @@ def _parse_branch(
     if value is None:
         return model()
     given = as_mapping(value)
-    if isinstance(value, model):
-        data: Mapping[str, Any] = value.model_dump()
+    if isinstance(value, model):  # its fields as they are (a dump would open up a Tool)
+        data: Mapping[str, Any] = {name: getattr(value, name) for name in model.model_fields}
     elif given is not None:
         data = given
     else:
@@ -444,12 +448,43 @@ def _parse_branch(
     fields = {k: v for k, v in data.items() if v is not None}
     fields["attributes"] = check_attributes(data.get("attributes"), f"{name}.attributes")
     if "stream_options" in fields:
-        fields["stream_options"] = check_json_object(
-            fields["stream_options"], f"{name}.stream_options")
+        fields["stream_options"] = check_stream_options(
+            fields["stream_options"], f"{name}.stream_options"
+        )
     try:
         return model(**fields)
     except ValidationError as exc:
         raise _from_validation_error(exc, name) from None
+
+
+#: The options a woken run cannot take from its sender: its thread is the one the signal goes
+#: to, its id is made when the signal wins the thread.
+_WAKE_OWNED = {
+    "run_id": "the woken run's id is made when the signal wins the thread (await "
+    "receipt.accepted gives it)",
+}
+
+
+def check_stream_options(value: object, what: str) -> dict[str, Any]:
+    """``stream_options`` as a new dict of the caller's own values (no JSON check: they stay in
+    this process). Refused only what a woken run can never honour: a ``run_id``, or a
+    ``memory`` naming a thread (the run is on the signal's own; ``{"options": {...}}`` is
+    kept). Option names and forms are checked by the sender against ``stream()``'s."""
+    if value is None:
+        return {}
+    given = as_mapping(value)
+    if given is None:
+        raise SignalError(f"{what} must be a dict, got {type(value).__name__}")
+    for key, why in _WAKE_OWNED.items():
+        if given.get(key) is not None:
+            raise SignalError(f"{what}[{key!r}] cannot be honoured: {why}")
+    memory = as_mapping(given.get("memory"))
+    if given.get("memory") is not None and (memory is None or set(memory) - {"options"}):
+        raise SignalError(
+            f"{what}['memory'] cannot be honoured: a woken run runs on the thread the signal "
+            f"goes to; give only memory={{'options': {{...}}}} (e.g. last_messages)"
+        )
+    return dict(given)
 
 
 def parse_if_active(value: object) -> IfActive:

@@ -59,7 +59,17 @@ def open_memory(args: argparse.Namespace) -> Any:
 def build_agent(args: argparse.Namespace) -> Any:
     """The agent the command talks to, with memory on the chosen store: ``--agent FILE:NAME``,
     else one of the settings' ``[[agents]]`` (``--agent-name`` / ``default_agent``, else the
-    first), else the demo agent on the settings' model."""
+    first), else the demo agent on the settings' model; with the tools of the settings' MCP
+    servers (``[mcp.servers.NAME]``, tui_agent/startup/mcp_tools.py), but not on ``--demo``."""
+    agent = _build_agent(args)
+    if not getattr(args, "demo", False):
+        from tui_agent.startup.mcp_tools import attach_mcp_tools
+
+        attach_mcp_tools(agent, args.settings)
+    return agent
+
+
+def _build_agent(args: argparse.Namespace) -> Any:
     settings = args.settings
     memory = open_memory(args)
     if args.agent:

@@ -115,9 +115,16 @@ class ThreadLog(Protocol):
         ...
 
     async def update_thread(
-        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+        self,
+        thread_id: str,
+        *,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        unset: Iterable[str] = (),
     ) -> ThreadRecord:
-        """Set what is given and ``updated_at``; ``StoreError`` for an unknown thread."""
+        """Set the title given and ``updated_at``; merge ``metadata`` into the thread's (its
+        keys replace theirs, the others stay: the reference's updateThread), then drop the
+        keys ``unset``, in one transaction; ``StoreError`` for an unknown thread."""
         ...
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...
@@ -326,8 +333,8 @@ class SignalRouting(Protocol):
         """Decide and store, in one transaction, what happens to a signal: on a live run
         ``deliver`` (pending), ``persist`` or ``discard`` (``queue``: queued for its own run);
         on an idle thread ``wake`` (the lease taken, a new run, the signal pending for it),
-        ``persist`` (a tiny run with no model call) or ``discard``. Of concurrent wakes on one
-        idle thread exactly one wakes; the others deliver into its run.
+        ``persist`` (stored and echoed, no run, no model call) or ``discard``. Of concurrent
+        wakes on one idle thread exactly one wakes; the others deliver into its run.
 
         The signal's text is stored once: its history message and echo refer to its row, and
         :meth:`list_messages`, :meth:`read_events` and :meth:`claim_signals` give them back

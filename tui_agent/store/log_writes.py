@@ -67,9 +67,18 @@ class LogWrites:
         return await self._thread(thread_id)
 
     async def update_thread(
-        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+        self,
+        thread_id: str,
+        *,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        unset: Iterable[str] = (),
     ) -> ThreadRecord:
-        await self.writer.run_write(None, writes.update_thread, thread_id, title, metadata)
+        """Set the title given, merge ``metadata`` into the thread's, drop the keys ``unset``
+        (see the contract)."""
+        await self.writer.run_write(
+            None, writes.update_thread, thread_id, title, metadata, tuple(unset)
+        )
         return await self._thread(thread_id)
 
     async def _thread(self, thread_id: str) -> ThreadRecord:

@@ -469,7 +469,7 @@ class SqliteStore(ComposedStore):
         - live run: ``deliver`` (pending, taken by that run between steps), ``persist``,
           ``discard``; with ``queue`` it waits as ``queued`` and starts its own run later.
         - idle: ``wake`` (we take the lease: a new run, its ``start`` event, the signal pending
-          for it), ``persist`` (stored, echoed as a tiny run with no model call), ``discard``.
+          for it), ``persist`` (stored and echoed, with no run and no model call), ``discard``.
 
         ``echo_when_idle`` is the signal as rendered for the idle branch (attributes differ).
         """

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from tui_agent.errors import LeaseLostError, StoreError
-from tui_agent.events import DATA_SUPERSEDED, FINISH, FROM_AGENT, FROM_SYSTEM, INTERRUPTED, START
+from tui_agent.events import DATA_SUPERSEDED, FROM_AGENT, FROM_SYSTEM, INTERRUPTED, START
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.reads import MESSAGES, RESUME
@@ -103,21 +103,36 @@ def ensure_thread(
 
 
 def update_thread(
-    d: Dialect, thread_id: str, title: str | None, metadata: dict[str, Any] | None
+    d: Dialect,
+    thread_id: str,
+    title: str | None,
+    metadata: dict[str, Any] | None,
+    unset: tuple[str, ...] = (),
 ) -> Txn[None]:
-    sets: list[str] = ["updated_at=?"]
-    args: list[object] = [time.time()]
+    """Set the title given; merge ``metadata`` into the thread's, as the reference's
+    updateThread does (its keys replace theirs, the others are kept), then drop the keys
+    ``unset``. The first statement locks the thread's row (PostgreSQL; SQLite's writer is one
+    transaction at a time), so two processes merging keys of one thread both keep theirs
+    (tests/test_agent_memory.py)."""
+    found: list[Row] = yield _query(
+        d, "UPDATE threads SET updated_at=? WHERE id=? RETURNING metadata", time.time(), thread_id
+    )
+    if not found:
+        raise StoreError(f"no thread {thread_id!r}")
+    sets: list[str] = []
+    args: list[object] = []
     if title is not None:
         sets.append("title=?")
         args.append(title)
-    if metadata is not None:
+    if metadata is not None or unset:
+        stored: dict[str, Any] = loads(found[0][0]) or {}
+        merged = {**stored, **(metadata or {})}
+        for key in unset:
+            merged.pop(key, None)
         sets.append("metadata=?")
-        args.append(dumps(metadata))
-    updated: list[Row] = yield _query(
-        d, f"UPDATE threads SET {', '.join(sets)} WHERE id=? RETURNING 1", *args, thread_id
-    )
-    if not updated:
-        raise StoreError(f"no thread {thread_id!r}")
+        args.append(dumps(merged))
+    if sets:
+        yield _run(d, f"UPDATE threads SET {', '.join(sets)} WHERE id=?", *args, thread_id)
 
 
 _INSERT_MESSAGE: Final = (
@@ -454,7 +469,7 @@ def route_signal(
         yield from insert_signal(d, thread_id, resource_id, active_signal, "pending", live[0])
         return RouteResult("deliver", live[0])
     if if_active == "persist":
-        yield from persist(d, thread_id, resource_id, active_signal, tiny_run=False)
+        yield from persist(d, thread_id, resource_id, active_signal)
         return RouteResult("persist")
     return RouteResult("discard")
 
@@ -471,7 +486,7 @@ def _route_idle(
         return RouteResult("wake", run_id)
     if behavior == "persist":
         yield from ensure_thread(d, thread_id, resource_id)
-        yield from persist(d, thread_id, resource_id, signal, tiny_run=True)
+        yield from persist(d, thread_id, resource_id, signal)
         return RouteResult("persist")
     return RouteResult("discard")
 
@@ -560,19 +575,14 @@ def route_signals(d: Dialect, calls: Sequence[RouteCall]) -> Txn[list[RouteResul
     return results
 
 
-def persist(
-    d: Dialect, thread_id: str, resource_id: str, signal: SignalIn, *, tiny_run: bool
-) -> Txn[None]:
-    """Store the signal in history (no model call). On an idle thread subscribers see it as a
-    tiny run: start, the echo, finish."""
+def persist(d: Dialect, thread_id: str, resource_id: str, signal: SignalIn) -> Txn[None]:
+    """Store the signal in history (no model call). Subscribers see its echo, with no run id
+    (no run took it), on an idle thread as on an active one: not a start/finish pair of an
+    empty run (issue 21; tests/test_signals_routing.py)."""
     yield from insert_signal(d, thread_id, resource_id, signal, "persisted", None)
-    run_id = new_id() if tiny_run else None
-    message = signal_message(signal.id, signal.type, run_id)
-    events = [signal_echo(signal.id, signal.type, run_id)]
-    if tiny_run:
-        events.insert(0, EventIn(START, {"persisted": True}, run_id))
-        events.append(EventIn(FINISH, {"finish_reason": "stop", "persisted": True}, run_id))
-    yield from append(d, thread_id, resource_id, [message], events)
+    message = signal_message(signal.id, signal.type, None)
+    echo = signal_echo(signal.id, signal.type, None)
+    yield from append(d, thread_id, resource_id, [message], [echo])
 
 
 def take_pending(

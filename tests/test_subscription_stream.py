@@ -1,0 +1,70 @@
+"""Issue 21, point 5: a read of a subscription's stream that times out (``asyncio.wait_for``)
+leaves the stream usable — the next read goes on from where it was, missing nothing — and
+``aclose()`` (or ``unsubscribe()``) ends it. Runs on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from helpers.common import AgentFactory, Held
+
+from tui_agent import Memory
+from tui_agent.store import Store
+from tui_agent.testing import ScriptedModel
+
+pytestmark = pytest.mark.both_stores
+
+R, T = "res-s", "thread-s"
+GUARD_S = 10.0  # failure guard only
+SHORT_S = 0.05  # a read meant to time out: nothing is written meanwhile
+
+
+async def read_run(stream: Any) -> list[str]:
+    """The types of the chunks up to the end of a run."""
+    types: list[str] = []
+    while not types or types[-1] != "finish":
+        types.append((await asyncio.wait_for(anext(stream), GUARD_S))["type"])
+    return types
+
+
+async def test_a_read_that_times_out_leaves_the_stream_usable(
+    agents: AgentFactory, store: Store
+) -> None:
+    agent = agents(model=ScriptedModel(["one", "two"]), memory=Memory(store=store))
+    sub = await agent.subscribe_to_thread(resource_id=R, thread_id=T)
+    for _ in range(3):  # the thread is idle: each read times out, and changes nothing
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(anext(sub.stream), SHORT_S)
+    await agent.generate("first", memory={"resource": R, "thread": T})
+    assert (await read_run(sub.stream))[:2] == ["start", "data-user-message"]
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(anext(sub.stream), SHORT_S)
+    await agent.generate("second", memory={"resource": R, "thread": T})
+    second = await read_run(sub.stream)
+    assert second[0] == "start" and second.count("start") == 1  # the run once, whole
+    sub.unsubscribe()
+    with pytest.raises(StopAsyncIteration):
+        await anext(sub.stream)
+
+
+async def test_a_read_that_times_out_mid_run_misses_nothing(
+    agents: AgentFactory, store: Store
+) -> None:
+    held = Held("held answer")
+    agent = agents(model=ScriptedModel(handler=held), memory=Memory(store=store))
+    sub = await agent.subscribe_to_thread(resource_id=R, thread_id=T)
+    output = await agent.stream("wait", memory={"resource": R, "thread": T})
+    await asyncio.wait_for(held.entered.wait(), GUARD_S)
+    seen = [(await asyncio.wait_for(anext(sub.stream), GUARD_S))["type"] for _ in range(3)]
+    assert seen == ["start", "data-user-message", "step-start"]
+    with pytest.raises(TimeoutError):  # the model is held: nothing comes
+        await asyncio.wait_for(anext(sub.stream), SHORT_S)
+    held.gate.set()
+    rest = await read_run(sub.stream)
+    await output.consume_stream()
+    assert rest[0] == "text-delta" and rest[-2:] == ["step-finish", "finish"]
+    await sub.stream.aclose()
+    with pytest.raises(StopAsyncIteration):
+        await anext(sub.stream)
