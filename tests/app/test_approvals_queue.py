@@ -127,12 +127,15 @@ async def test_a_waiting_call_shows_and_y_approves_it(agent: Agent) -> None:
             lambda: any("waits for approval · me/main" in t for t in toasts(app)),
             "a toast naming the call",
         )
+        pane = app.panes[0]
+        await until(pilot, lambda: pane.header_state.state == "waiting", "the header waits")
         await pilot.press("f10")
         assert isinstance(app.focused, OptionList) and app.focused.parent is queue
         await pilot.press("y")
         result = await asyncio.wait_for(output.result(), 10)
         assert result.text == "the tool said deployed to prod"
         await until(pilot, lambda: not queue.display, "the queue emptied")
+        await until(pilot, lambda: pane.header_state.state == "idle", "the header idle")
 
 
 async def test_e_approves_with_an_edited_input_and_n_denies_with_a_reason(agent: Agent) -> None:

@@ -82,6 +82,8 @@ class Transcript:
         self._counter = 0
         self._open_text: dict[str, Entry] = {}  # run id → its streaming assistant entry
         self._tool_calls: dict[str, Entry] = {}  # tool_call_id → entry
+        #: The tool calls shown waiting for a person's approval (issue 24), by tool_call_id.
+        self.waiting_calls: set[str] = set()
         self._runs_from_history: set[str] = set()
         self.runs: dict[str, RunInfo] = {}
         self.last_run: RunInfo | None = None  # the newest run seen, live or ended
@@ -226,6 +228,7 @@ class Transcript:
         entry = self._tool_calls.get(str(payload.get("tool_call_id")))
         if entry is not None and entry.status == "running":
             entry.status = "waiting"  # for a person's approval (issue 24)
+            self.waiting_calls.add(str(payload.get("tool_call_id")))
             self._touch(entry)
 
     def _on_tool_result(self, run_id: str | None, payload: events.ToolResultPayload) -> None:
@@ -234,6 +237,7 @@ class Transcript:
             return
         entry.result = payload.get("result")
         entry.status = "error" if payload.get("is_error") else "ok"
+        self.waiting_calls.discard(str(payload.get("tool_call_id")))
         self._touch(entry)
 
     def _on_finish(self, run_id: str | None, payload: events.FinishPayload) -> None:
@@ -326,6 +330,8 @@ class Transcript:
             if entry.run_id == run_id and entry.status in open_ and status != "finished":
                 entry.status = "error"
                 self._touch(entry)
+        if status != "interrupted":
+            self.waiting_calls = {c for c, e in self._tool_calls.items() if e.status == "waiting"}
 
     def _close_text(self, run_id: str | None, status: str) -> None:
         entry = self._open_text.pop(run_id or "", None)

@@ -13,6 +13,7 @@ from textual.widgets import Static
 STATE_STYLES = {
     "idle": ("○ idle", "$text-muted"),
     "running": ("● running", "$text-success"),
+    "waiting": ("⏸ waiting for approval (f10)", "$text-warning bold"),
     "sending": ("◌ waiting for the lease", "$text-accent"),
     "aborted": ("⏹ aborted", "$text-warning"),
     "interrupted": ("⚠ interrupted", "$text-warning"),

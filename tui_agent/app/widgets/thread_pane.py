@@ -237,9 +237,9 @@ class ThreadPane(PaneActions):
         if not self.feed.attached and state.state != "connecting":
             state.state = "detached"
         elif live is not None:
-            if state.state != "running":
+            if state.state not in ("running", "waiting"):
                 state.started_at = time.monotonic()
-            state.state = "running"
+            state.state = "waiting" if transcript.waiting_calls else "running"
         elif self._sending:
             state.state = "sending"
         elif last is not None and last.status in ("aborted", "interrupted", "failed"):
