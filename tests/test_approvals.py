@@ -377,4 +377,44 @@ def test_how_long_a_call_waited_reads_at_a_glance() -> None:
     from tui_agent.text import waited
 
     assert [waited(s) for s in (-1, 12.7, 75, 3599, 7800, 288000)] == [
-        "0s", "12s", "1m 15s", "59m 59s", "2h 10m", "3d 8h"]
+        "0s",
+        "12s",
+        "1m 15s",
+        "59m 59s",
+        "2h 10m",
+        "3d 8h",
+    ]
+
+
+async def test_a_waiting_run_costs_no_abort_poll_and_hears_an_abort_from_elsewhere(
+    agents: Any, stores: Any
+) -> None:
+    """While it waits its lease watch only renews (here every 30 s): no abort poll every
+    0.1 s. An abort asked through another store connection (another process) still stops it:
+    the commit wakes the waiting run, which looks."""
+    store = stores()
+    looks: list[float] = []
+    real = store.abort_requested
+
+    async def counted(thread_id: str, run_id: str) -> bool:
+        looks.append(asyncio.get_running_loop().time())
+        return await real(thread_id, run_id)
+
+    store.abort_requested = counted
+    agent = agents(
+        model=calls_deploy("never"),
+        tools={"deploy": deploy_tool(require_approval=True)},
+        memory=Memory(store=store, lease_ttl_s=90.0, lease_renew_s=30.0),
+    )
+    output = await agent.stream("ship it", memory=THREAD)
+    await until_waiting(output)
+    before = len(looks)
+    await asyncio.sleep(0.5)  # measuring idle cost: a polling watch would look 5 times
+    assert len(looks) - before <= 2  # at most the poll already under way, and a feed wake
+    other = agents(name="elsewhere", model=ScriptedModel(replies=[]), memory=Memory(store=stores()))
+    sub = await other.subscribe_to_thread(resource_id="ann", thread_id="deploys")
+    assert sub.abort()
+    assert (await rest(output))[-1] == "abort"
+    sub.unsubscribe()
+    (cancelled,) = await other.memory.list_approvals(status="cancelled")
+    assert cancelled.tool_name == "deploy"

@@ -8,7 +8,9 @@ it waits) and the waiting calls (``Store.park_run``), then emits one ``tool-call
 chunk per call and waits, holding its lease (renewed as ever; an abort still stops it). It
 goes on when every call is answered, told at once by an answer given in this process (its
 :class:`Parked` entry) and by the store's change feed for one given in another process: no
-polling. ``approval_timeout_s``: a call still unanswered then is declined with that reason.
+polling; meanwhile its lease watch only renews (``lease_watch.Rest``) and it looks for an
+abort asked elsewhere at each such wake, so a run waiting for hours costs no query between
+renewals. ``approval_timeout_s``: a call still unanswered then is declined with that reason.
 
 A run without memory parks in this process only: its answers come from this process's
 ``approve_tool_call``/``decline_tool_call``. Tested by tests/test_approvals.py.
@@ -22,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tui_agent.agent.lease_watch import Rest
 from tui_agent.agent.result import ToolCall
 from tui_agent.errors import ApprovalError, RunSetAsideError
 from tui_agent.events import FROM_AGENT, TOOL_CALL_APPROVAL
@@ -149,12 +152,15 @@ class ApprovalGate:
         output: AgentOutput,
         parked: ParkedRegistry,
         shown: Callable[[ToolCall], Awaitable[Any]],
+        rest: Rest,
+        abort_event: asyncio.Event,
     ) -> None:
         self._run_id, self._agent_id, self._owner = run_id, agent_id, owner
         self._tools, self._require_all, self._timeout_s = tools, require_all, timeout_s
         self._memory, self._log, self._output = memory, log, output
         self._parked = parked
         self._shown = shown  # a call's arguments as the stream shows them (hooks["transform"])
+        self._rest, self._abort = rest, abort_event  # the lease watch only renews meanwhile
 
     def waiting(self, calls: Sequence[ToolCall]) -> list[ToolCall]:
         """The calls that must wait for a person (a call of an unknown tool fails anyway)."""
@@ -250,6 +256,7 @@ class ApprovalGate:
         store, thread_id = self._memory.store, self._log.thread_id
         deadline = self._deadline()
         watch = ChangeFeed.of(store).watch(local=True)  # answers from other processes
+        self._rest.begin()
         try:
             while True:
                 if parked.aside:
@@ -261,6 +268,8 @@ class ApprovalGate:
                     )
                 parked.told.clear()
                 watch.event.clear()  # before the read: a commit after it sets it again
+                if await store.abort_requested(thread_id, self._run_id):
+                    self._abort.set()  # asked from another process (the run stops, guarded)
                 if not await store.list_approvals(run_id=self._run_id, status="pending"):
                     taken = await store.take_answers(thread_id, self._run_id)
                     if taken is not None:
@@ -269,6 +278,7 @@ class ApprovalGate:
                     await self._decline_unanswered()
                     deadline = None
         finally:
+            self._rest.end()
             watch.close()
 
     async def _decline_unanswered(self) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from tui_agent.agent.approval_gate import Answer, ApprovalGate, answers_of, declined_text
-from tui_agent.agent.lease_watch import watch_lease
+from tui_agent.agent.lease_watch import Rest, watch_lease
 from tui_agent.agent.model_step import ModelStep, StepOutcome
 from tui_agent.agent.output import AgentOutput
 from tui_agent.agent.plan import RunDeps, RunPlan
@@ -93,6 +93,7 @@ class Run:
             request_context=self.options.request_context,
         )
         hook_metadata = {"agent_id": deps.agent_id, "agent_name": deps.agent_name}
+        self._rest = Rest()  # while it waits for a person: the lease watch only renews
         self._tools = ToolRunner(plan.tools, self.options.hooks, context, hook_metadata,
                                  self.emit)
         self._gate = ApprovalGate(
@@ -100,6 +101,7 @@ class Run:
             tools=plan.tools, require_all=self.options.require_tool_approval,
             timeout_s=self.options.approval_timeout_s, memory=self.memory, log=self._log,
             output=output, parked=deps.host.parked, shown=self._tools.display_args,
+            rest=self._rest, abort_event=self.abort_event,
         )
         self._model = ModelStep(self, deps, self.emit, self.abort_event, self._tools)
 
@@ -140,7 +142,7 @@ class Run:
                 watcher = asyncio.get_running_loop().create_task(watch_lease(
                     self.memory, self.thread_id, self.run_id, self.deps.host.owner,
                     self.abort_event, finished=lambda: self._finished,
-                    on_lost=self._stop_on_write_error,
+                    on_lost=self._stop_on_write_error, rest=self._rest,
                 ))
             if self.plan.resume is not None:
                 await self._resume(self.plan.resume)
