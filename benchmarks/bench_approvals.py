@@ -8,9 +8,12 @@ median and max over ``--rounds``:
 - approve → the tool runs, from the other store object (what ``tui-agent approve`` costs the
   waiting run, minus the approving process's start);
 - approve → the tool runs, in the run's own process (told at once, no feed);
-- the anchor: a plain commit on one store object → a change watch on the other wakes.
+- the anchor: a plain commit on one store object → a change watch on the other wakes;
+- store queries a second of a run that waits for approval (its lease watch rests: renewals
+  only), beside a run that waits as long in a model call (the anchor: its watch looks for an
+  abort every 0.1 s).
 
-    .venv/bin/python benchmarks/bench_approvals.py [--rounds 20]
+    .venv/bin/python benchmarks/bench_approvals.py [--rounds 20] [--idle-s 5]
 """
 
 from __future__ import annotations
@@ -76,12 +79,66 @@ async def feed_latency(watched: SqliteStore, writer: SqliteStore) -> float:
         return time.perf_counter() - started
 
 
+def counting(store: SqliteStore) -> list[str]:
+    """Count the store queries a run's waiting makes (its lease watch's and its own)."""
+    made: list[str] = []
+    for name in ("abort_requested", "renew_lease", "list_approvals", "take_answers"):
+        real = getattr(store, name)
+
+        async def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            made.append(_name)
+            return await _real(*args, **kw)
+
+        setattr(store, name, counted)
+    return made
+
+
+async def queries_while(seconds: float, *, parked: bool) -> float:
+    """Store queries a second made by one run that waits ``seconds``: for approval (parked),
+    or (the anchor) in a model call that takes that long."""
+    store = SqliteStore(Path(tempfile.mkdtemp()) / "idle.db")
+    made = counting(store)
+    hold = asyncio.Event()
+
+    async def slow(messages: list[dict[str, Any]], tools: Any) -> Any:
+        await hold.wait()
+        return "done"
+
+    ran: list[float] = []
+    agent = (
+        agent_on(store, ran)
+        if parked
+        else Agent(
+            name="bench",
+            instructions="x",
+            model=ScriptedModel(handler=slow),
+            memory=Memory(store=store),
+        )
+    )
+    output = await agent.stream("go", memory=THREAD)
+    if parked:
+        async for chunk in output:
+            if chunk["type"] == "tool-call-approval":
+                break
+    else:
+        await asyncio.sleep(0.2)  # the run is in its model call
+    before = len(made)
+    await asyncio.sleep(seconds)
+    per_s = (len(made) - before) / seconds
+    hold.set()
+    output.abort()
+    await output.consume_stream()
+    await agent.close()
+    await store.close()
+    return per_s
+
+
 def line(name: str, samples: list[float]) -> str:
     ms = [s * 1000 for s in samples]
     return f"{name:<52} median {statistics.median(ms):7.2f} ms   max {max(ms):7.2f} ms"
 
 
-async def main(rounds: int) -> None:
+async def main(rounds: int, idle_s: float) -> None:
     path = Path(tempfile.mkdtemp()) / "bench.db"
     one, two = SqliteStore(path), SqliteStore(path)
     ran: list[float] = []
@@ -101,9 +158,15 @@ async def main(rounds: int) -> None:
     print(line("approve from another connection -> the tool runs", across))
     print(line("approve in the run's own process -> the tool runs", here))
     print(line("anchor: a commit -> another connection's watch wakes", anchor))
+    waiting = await queries_while(idle_s, parked=True)
+    running = await queries_while(idle_s, parked=False)
+    print(f"{'store queries/s of a run waiting for approval':<52} {waiting:7.1f}")
+    print(f"{'anchor: of a run in a long model call':<52} {running:7.1f}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument("--idle-s", type=float, default=5.0)
+    given = parser.parse_args()
+    asyncio.run(main(given.rounds, given.idle_s))
