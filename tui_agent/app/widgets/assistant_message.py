@@ -35,6 +35,10 @@ class AssistantMessage(Vertical):
         &.-superseded > MarkdownStream { opacity: 55%; }
     }
     """
+    # Nothing of its own is drawn (its head and stream are children): Textual then paints its
+    # visible rows blank, instead of rendering and keeping a line per row of its full height,
+    # which for a long streamed answer was every row, again at every layout.
+    BLANK = True
 
     def __init__(self, entry: Entry) -> None:
         super().__init__(classes="-superseded" if entry.superseded else "")

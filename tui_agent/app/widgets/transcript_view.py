@@ -4,6 +4,9 @@
   older ones are pruned from the top and paged back in from memory when you scroll up.
 - **Follow mode**: the view follows new output only while it is at the bottom. Scrolled up, it
   stays put and counts what arrived below ("↓ N new"); End or scrolling back down resumes.
+- **Painted lines let go**: Textual keeps every line it painted of a widget (a ``Strip`` with
+  its caches) until that widget is refreshed; an entry that scrolled out of view is refreshed
+  once, so a long session keeps painted only what is on screen (tests/app/test_pane_controls.py).
 - **Cheap restyles**: ``layout: stream`` and no structural pseudo-classes on the entries, so a
   focus change never restyles the whole transcript.
 """
@@ -92,6 +95,7 @@ class TranscriptView(VerticalScroll, can_focus=True):
         self.unseen = 0  # entries added (or grown) below while scrolled up
         self._grown_below: set[str] = set()  # entries that changed while scrolled up
         self._widgets: dict[str, Widget] = {}
+        self._in_view: set[str] = set()  # entries in view at the last sync (maybe painted)
         self.selected: str | None = None  # the selected entry's key
 
     # -- syncing -------------------------------------------------------------------------------
@@ -118,12 +122,30 @@ class TranscriptView(VerticalScroll, can_focus=True):
                 widget = self._widgets.get(entry.key)
                 if widget is not None:
                     widget.refresh_entry()  # type: ignore[attr-defined]
+        self._release_scrolled_out()
         if self.following:
             self._follow_after_refresh()
         else:  # an answer that grew below the view is new output too
             self._grown_below.update(entry.key for entry in changes.changed)
         self.unseen = self.transcript.waiting + len(self._grown_below)
         return pruned
+
+    def _release_scrolled_out(self) -> None:
+        """Refresh (which drops Textual's painted lines of) each entry that left the view since
+        the last sync; entries never in view were never painted and cost nothing."""
+        top = self.scroll_offset.y
+        bottom = top + self.scrollable_content_region.height
+        in_view = set()
+        for key, widget in self._widgets.items():
+            region = widget.virtual_region
+            if region.y < bottom and region.bottom > top:
+                in_view.add(key)
+        for key in self._in_view - in_view:
+            widget = self._widgets.get(key)
+            if widget is not None:
+                for node in widget.walk_children(Widget, with_self=True):
+                    node.refresh()
+        self._in_view = in_view
 
     async def _mount(self, entries: list[Entry], before: Widget | None = None) -> None:
         widgets = [widget_for(e) for e in entries]
