@@ -31,6 +31,7 @@ from tui_agent.cli.render import (
     make_console,
     quiet_terminal,
 )
+from tui_agent.cli.threads import check_thread, named
 from tui_agent.errors import TuiAgentError
 from tui_agent.events import is_end
 from tui_agent.startup.agents import (
@@ -311,6 +312,10 @@ async def run_chat(args: argparse.Namespace) -> int:
         style="dim",
         soft_wrap=True,
     )
+    if not await check_thread(agent.memory, args, may_create=True) and named(args):
+        # chat -t NEW creates it, and says so (a typo shows, and creates one empty thread)
+        await agent.memory.create_thread(args.thread, resource_id=args.resource)
+        console.print(Text(f"new thread {args.resource}/{args.thread} created", style="bold"))
     await _warm_up(agent, console)
     if sys.stdin.isatty():
         _enable_line_editing()

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from tui_agent.cli.render import make_console
+from tui_agent.cli.threads import check_thread
 from tui_agent.errors import ConfigError
 from tui_agent.startup.agents import build_agent, check_model
 from tui_agent.state.lanes import state_update
@@ -19,6 +20,8 @@ async def run_notify(args: argparse.Namespace) -> int:
     summary = " ".join(args.summary).strip()
     if not summary:
         raise ConfigError("notify: the summary is empty")
+    if not args.source or not args.kind:
+        raise ConfigError("notify: --source and --kind are required")
     notification: dict[str, Any] = {"source": args.source, "kind": args.kind,
                                     "summary": summary, "priority": args.priority}
     if args.dedupe_key:
@@ -27,8 +30,9 @@ async def run_notify(args: argparse.Namespace) -> int:
         notification["coalesce_key"] = args.coalesce_key
     agent = build_agent(args)
     try:
+        if not await check_thread(agent.memory, args, may_create=args.new):
+            await agent.memory.create_thread(args.thread, resource_id=args.resource)
         await check_model(agent, warm=False)  # a delivery may wake the model
-        await agent.memory.create_thread(args.thread, resource_id=args.resource)
         outcome = await agent.send_notification_signal(
             notification, resource_id=args.resource, thread_id=args.thread)
         record, decision = outcome["record"], outcome["decision"]
@@ -51,7 +55,8 @@ async def run_state(args: argparse.Namespace) -> int:
     signal = state_update(args.lane, value, delta=args.delta, cache_key=args.cache_key)
     agent = build_agent(args)
     try:
-        await agent.memory.create_thread(args.thread, resource_id=args.resource)
+        if not await check_thread(agent.memory, args, may_create=args.new):
+            await agent.memory.create_thread(args.thread, resource_id=args.resource)
         outcome = await agent.send_state_signal(
             signal, resource_id=args.resource, thread_id=args.thread,
             if_idle={"behavior": "persist"})

@@ -15,6 +15,7 @@ from typing import Any
 
 from tui_agent.cli.common import message_of
 from tui_agent.cli.render import Renderer, make_console, quiet_terminal
+from tui_agent.cli.threads import check_thread
 from tui_agent.errors import ConfigError
 from tui_agent.events import ERROR
 from tui_agent.startup.agents import build_agent, check_model, parse_attrs
@@ -26,6 +27,11 @@ async def run_send(args: argparse.Namespace) -> int:
         raise ConfigError("send: the message is empty")
     attributes = parse_attrs(args.attr, args.as_name)
     agent = build_agent(args)
+    try:
+        await check_thread(agent.memory, args, may_create=args.new)
+    except BaseException:
+        await agent.memory.store.close()
+        raise
     await check_model(agent, warm=False)  # a missing runtime or key fails before sending
     target = {"resource_id": args.resource, "thread_id": args.thread}
     receipt = _send(agent, args, text, attributes, target)

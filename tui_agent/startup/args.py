@@ -43,6 +43,10 @@ thread:  --resource defaults to $USER (or "local"), --thread to "main"
 model:   --model defaults to $TUI_AGENT_MODEL, else local/smollm2 (no key needed)
 agents:  --agent path/to/agents.py:name (or package.module:name) loads your own Agent, a list
          or dict of them (pick with --agent-name); it gets the CLI's store if it has no memory
+threads: a -t thread must exist (exit 2 naming the closest ones) unless --new (send, notify,
+         state) or --wait (watch); chat -t NEW creates it; the default thread is made on first use
+exit:    0 done, 1 failed (a run ended in an error; search: nothing matched), 2 bad usage, a
+         bad setting, or a thread or store that does not exist or cannot be used
 """
 
 
@@ -120,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument("--tag", metavar="TAG", help="the signal's tag name (with --signal-type)")
     send.add_argument("--quiet", "-q", action="store_true",
                       help="if this process runs the answer, wait for it without printing it")
+    _new(send)
     send.add_argument("text", nargs="+", help="the message")
 
     watch = sub.add_parser("watch", help="print a thread's live stream until Ctrl-C",
@@ -127,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(watch)
     watch.add_argument("--json", action="store_true",
                        help="one JSON object per chunk (type, run_id, from, payload) per line")
+    watch.add_argument("--wait", action="store_true",
+                       help="a -t thread that does not exist yet: wait for it (else exit 2)")
     _notify_parser(sub, fmt)
     _state_parser(sub, fmt)
     _search_parser(sub, fmt)
@@ -157,6 +164,9 @@ def _notify_parser(sub: Any, fmt: Any) -> None:
                         default="medium")
     notify.add_argument("--dedupe-key", metavar="K", help="merge with a pending record of this key")
     notify.add_argument("--coalesce-key", metavar="K", help="coalesce with pending records (×N)")
+    notify.add_argument("--wait", action="store_true",
+                        help="wait for the run the notification wakes")
+    _new(notify)
     notify.add_argument("summary", nargs="+", help="one line saying what happened")
 
 
@@ -169,7 +179,14 @@ def _state_parser(sub: Any, fmt: Any) -> None:
                        help="the JSON is a merge patch on the lane's value (else a snapshot)")
     state.add_argument("--cache-key", metavar="K",
                        help="unchanged when equal to the lane's (default: a hash of the JSON)")
+    _new(state)
     state.add_argument("json", help="the value (or patch) as JSON, e.g. '{\"tabs\": 3}'")
+
+
+def _new(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--new", action="store_true",
+                        help="create the -t thread if it does not exist (else a thread that "
+                             "does not exist is an error, exit 2: a typo creates nothing)")
 
 
 def _search_parser(sub: Any, fmt: Any) -> None:
