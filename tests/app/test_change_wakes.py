@@ -74,8 +74,9 @@ async def test_four_idle_panes_and_the_inbox_query_nothing_until_another_process
         queries, polls = counted["queries"], changes.polls
         await until(pilot, lambda: changes.polls >= polls + 3, "three more polls")
         assert counted["queries"] == queries  # idle: nobody read anything
-        # subscriptions (their streams and live-run trackers), waiting views, the inbox
-        assert changes.watchers == 4 * 2 + 4 + 1
+        # subscriptions (their streams and live-run trackers), waiting views, the inbox, and
+        # the app's own as the store's host (ThreadRuntime.host: it answers with no pane open)
+        assert changes.watchers == 4 * 2 + 4 + 1 + 1
 
         entries = len(app.panes[1].feed.transcript.entries)
         other = agents(name="elsewhere", model=ScriptedModel(replies=["ok"]),

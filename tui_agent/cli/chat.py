@@ -108,6 +108,7 @@ class Chat:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
+        self.agent.runtime.host()  # it answers what others leave on the store's threads
         self.sub = await self.agent.subscribe_to_thread(**self.target)
         pump = loop.create_task(self._pump(), name="chat pump")
         reader = LineReader(loop, self.echo)

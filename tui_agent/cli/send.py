@@ -1,5 +1,9 @@
 """``tui-agent send``: route one message into a thread and say what happened.
 
+With ``--no-wait`` it only sends (``ThreadRuntime.sender_only``): a message that would wake the
+idle thread is held there (``hold``) for the process that hosts the store (the app, chat,
+watch) or the next one to open it, and ``send`` returns at once (tests/test_cli_notify.py).
+
 If the thread was idle and this process won the wake, the run lives here: it is driven to its end
 (its answer printed, or awaited with ``--quiet``), and so is any queued run that the store hands
 to this process when it ends, so the thread's lease is never left to a process that has exited.
@@ -34,12 +38,14 @@ async def run_send(args: argparse.Namespace) -> int:
         raise
     await check_model(agent, warm=False)  # a missing runtime or key fails before sending
     target = {"resource_id": args.resource, "thread_id": args.thread}
+    agent.runtime.sender_only = args.no_wait  # a wake is held for the store's host
     receipt = _send(agent, args, text, attributes, target)
     decision = await receipt.accepted
     err = make_console(sys.stderr)
     action = decision["action"]
     run_id = decision.get("run_id")
-    err.print(f"[bold]{action}[/bold]" + (f" → run {run_id}" if run_id else ""))
+    err.print(f"[bold]{action}[/bold]" + (f" → run {run_id}" if run_id else "")
+              + (f" · {_who_answers(agent)}" if action == "hold" else ""), highlight=False)
     code = 0
     try:
         if action == "wake":
@@ -49,6 +55,13 @@ async def run_send(args: argparse.Namespace) -> int:
         await agent.close()
         await agent.memory.store.close()
     return code
+
+
+def _who_answers(agent: Any) -> str:
+    from tui_agent.cli.notify_fast import answerer
+    from tui_agent.hosts import hosted
+
+    return answerer(hosted(getattr(agent.memory.store, "path", None))).replace("sends", "answers")
 
 
 def _send(

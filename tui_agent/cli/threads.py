@@ -12,8 +12,6 @@ import argparse
 import difflib
 from typing import Any
 
-from tui_agent.errors import ConfigError
-
 CLOSEST = 3  # names suggested
 
 
@@ -34,14 +32,20 @@ async def check_thread(memory: Any, args: argparse.Namespace, *, may_create: boo
         return True
     if may_create or not named(args):
         return False
+    from tui_agent.errors import ConfigError
+
     raise ConfigError(await missing_thread_message(memory, args.thread, hint))
 
 
 async def missing_thread_message(memory: Any, thread_id: str, hint: str) -> str:
-    """``no thread 'x' in STORE (closest: a, b); HINT``."""
     names = [thread.id for thread in await memory.list_threads()]
+    return closest_message(thread_id, names, memory.store.location, hint)
+
+
+def closest_message(thread_id: str, names: list[str], location: str, hint: str) -> str:
+    """``no thread 'x' in store STORE (closest: a, b); HINT`` (difflib's closest names)."""
     closest = difflib.get_close_matches(thread_id, names, n=CLOSEST, cutoff=0.5)
-    where = f"no thread {thread_id!r} in store {memory.store.location}"
+    where = f"no thread {thread_id!r} in store {location}"
     if closest:
         where += f" (closest: {', '.join(closest)})"
     elif not names:

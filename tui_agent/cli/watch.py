@@ -22,6 +22,7 @@ async def run_watch(args: argparse.Namespace) -> int:
     except BaseException:
         await agent.memory.store.close()
         raise
+    agent.runtime.host()  # it answers what others leave on the store's threads (issue 21)
     sub = await agent.subscribe_to_thread(resource_id=args.resource, thread_id=args.thread)
     console = make_console()
     # The header goes to stderr, so stdout is only the stream (pure JSON lines with --json);

@@ -11,6 +11,7 @@ processes do not wake each other's change pollers (tests/test_dispatcher.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -22,6 +23,7 @@ from tui_agent.notifications import delivery
 from tui_agent.notifications.policy import agent_config
 from tui_agent.notifications.ports import NotifyingAgent
 from tui_agent.notifications.records import NotificationRecord
+from tui_agent.store.changes import ChangeFeed
 from tui_agent.store.codec import new_id
 from tui_agent.store.contract import Store
 
@@ -139,6 +141,12 @@ class NotificationDispatcher:
         self.claimant = f"dispatch:{os.getpid()}:{new_id()}"
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._told = asyncio.Event()  # a pass now: another process committed, or poke()
+
+    def poke(self) -> None:
+        """Pass now, not at the next interval (a host that just opened the store sends what
+        waits at once)."""
+        self._told.set()
 
     @property
     def running(self) -> bool:
@@ -164,14 +172,25 @@ class NotificationDispatcher:
             await asyncio.gather(task, return_exceptions=True)
 
     async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_s)  # what a call sends at once needs no pass
-            try:
-                await dispatch_due(self.agent, claimant=self.claimant)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a bad pass must not end the dispatcher; the next one retries
-                log.exception("notification dispatch pass failed")
+        memory = self.agent.memory
+        assert memory is not None  # ensure_dispatcher starts none without memory
+        told = self._told
+        watch = ChangeFeed.of(memory.store).watch(told, local=False, passive=True)
+        try:
+            while True:
+                # What a call sends at once needs no pass; another process's commit may have
+                # left records due (tui-agent notify): pass then, else every interval_s.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(told.wait(), self.interval_s)
+                told.clear()
+                try:
+                    await dispatch_due(self.agent, claimant=self.claimant)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # a bad pass must not end the dispatcher; the next retries
+                    log.exception("notification dispatch pass failed")
+        finally:
+            watch.close()
 
 
 def ensure_dispatcher(agent: NotifyingAgent) -> NotificationDispatcher | None:

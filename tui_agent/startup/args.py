@@ -89,8 +89,12 @@ def _sender(parser: argparse.ArgumentParser) -> None:
                         help="an attribute of your messages, e.g. --attr from=slack (repeatable)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser(
+    only: str | None = None, parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+) -> argparse.ArgumentParser:
+    """The command line; ``only="notify"``: that command alone (its lean path parses with it,
+    in a millisecond, with a ``parser_class`` whose errors hand over to the full parser)."""
+    parser = parser_class(
         prog="tui-agent", description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_COMMON_EPILOG,
     )
@@ -107,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}",
                                 help="with none, the app opens")
     fmt = argparse.RawDescriptionHelpFormatter
+    if only == "notify":
+        _notify_parser(sub, fmt)
+        return parser
 
     chat = sub.add_parser("chat", help="a line-based chat on a thread",
                           formatter_class=fmt, epilog=_CHAT_EPILOG + "\n" + _COMMON_EPILOG)
@@ -124,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument("--tag", metavar="TAG", help="the signal's tag name (with --signal-type)")
     send.add_argument("--quiet", "-q", action="store_true",
                       help="if this process runs the answer, wait for it without printing it")
+    send.add_argument("--no-wait", action="store_true",
+                      help="return once the message is stored and routed: a run it wakes is "
+                           "answered by the process that hosts the thread (the app or chat), "
+                           "else by the next process that opens it")
     _new(send)
     send.add_argument("text", nargs="+", help="the message")
 
@@ -158,16 +169,21 @@ def _notify_parser(sub: Any, fmt: Any) -> None:
     notify = sub.add_parser("notify", help="send a notification into a thread's inbox",
                             formatter_class=fmt, epilog=_COMMON_EPILOG)
     _common(notify)
-    notify.add_argument("--source", required=True, help="where it comes from, e.g. ci")
-    notify.add_argument("--kind", required=True, help="what it is, e.g. build")
+    notify.add_argument("--source", help="where it comes from, e.g. ci (required, except in "
+                        "JSON lines of --stdin that say it)")
+    notify.add_argument("--kind", help="what it is, e.g. build (required, as --source)")
     notify.add_argument("--priority", choices=("low", "medium", "high", "urgent"),
                         default="medium")
     notify.add_argument("--dedupe-key", metavar="K", help="merge with a pending record of this key")
     notify.add_argument("--coalesce-key", metavar="K", help="coalesce with pending records (×N)")
     notify.add_argument("--wait", action="store_true",
-                        help="wait for the run the notification wakes")
+                        help="wait for the run the notification wakes, and run it here if no "
+                             "other process hosts the thread (else notify returns at once)")
+    notify.add_argument("--stdin", action="store_true",
+                        help="one notification per line of stdin: JSON ({\"source\", \"kind\", "
+                             "\"summary\", …}) or plain text (the summary; --source/--kind apply)")
     _new(notify)
-    notify.add_argument("summary", nargs="+", help="one line saying what happened")
+    notify.add_argument("summary", nargs="*", help="one line saying what happened")
 
 
 def _state_parser(sub: Any, fmt: Any) -> None:
@@ -241,8 +257,10 @@ discard.
 """
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    args = build_parser().parse_args(argv)
+def parse_args(
+    argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None
+) -> argparse.Namespace:
+    args = (parser or build_parser()).parse_args(argv)
     args.thread_given = getattr(args, "thread", None) is not None  # search: -t narrows it
     for name, value in _DEFAULTS.items():
         if not hasattr(args, name):
