@@ -102,10 +102,25 @@ class Fallback(Exception):
 
 class _HandOver(argparse.ArgumentParser):
     """A command line the notify-only parser cannot read (another command, a typo) is the
-    full parser's to read, and to explain."""
+    full parser's to read, and to explain. Its formatters, made to check each option as it is
+    added, are given a width: argparse would import shutil for the terminal's (2 ms, with bz2
+    and lzma); ``--help`` still gets the terminal's."""
 
     def error(self, message: str) -> NoReturn:
         raise Fallback(message)
+
+    def format_help(self) -> str:
+        self.helping = True
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self.helping = True
+        return super().format_usage()
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if getattr(self, "helping", False):
+            return super()._get_formatter()
+        return self.formatter_class(prog=self.prog, width=100)
 
 
 def run_fast(argv: Sequence[str] | None) -> int | None:
