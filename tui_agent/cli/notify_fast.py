@@ -58,6 +58,7 @@ TABLE["high", "active"] = ("summarize", "high on an active thread: a summary now
 TABLE["medium", "active"] = ("summarize", "medium on an active thread: summarised in the next "
                              "digest", True, False)
 Decision = tuple[str, str, bool, bool]
+Stored = tuple[dict[str, Any], Decision, float]  # the record as stored, its decision, when
 
 
 def schedule(decision: Decision) -> tuple[bool, bool]:
@@ -131,12 +132,20 @@ def run_fast(argv: Sequence[str] | None) -> int | None:
         args = parse_args(argv, build_parser("notify", _HandOver))
         if args.command != "notify":
             return None
-        return _notify(args)
+        path, stored = _notify(args)
     except (Fallback, sqlite3.Error, OSError, ValueError):
         return None  # nothing was committed: the full path does it, or names the problem
+    # Committed: from here on nothing may hand over to the full path (it would send it again).
+    if isinstance(stored, str):  # the thread does not exist: one line, exit 2
+        sys.stderr.write(f"tui-agent: {stored}\n")
+        return 2
+    _report(stored, path)
+    return 0
 
 
-def _notify(args: argparse.Namespace) -> int:
+def _notify(args: argparse.Namespace) -> tuple[str, list[Stored] | str]:
+    """Store the command line's notifications: the store file and what was stored (or the
+    message naming a thread that does not exist). Fallback (nothing written) otherwise."""
     if args.wait or args.agent or args.agent_name or args.demo:
         raise Fallback
     settings = _settings(args)
@@ -148,12 +157,7 @@ def _notify(args: argparse.Namespace) -> int:
     thread = settings.get("thread") or "main"
     if not _good_id(resource) or not _good_id(thread):
         raise Fallback
-    stored = _store(path, resource, thread, items, named=args.thread_given and not args.new)
-    if isinstance(stored, str):  # the thread does not exist: one line, exit 2
-        sys.stderr.write(f"tui-agent: {stored}\n")
-        return 2
-    _report(stored, path)
-    return 0
+    return path, _store(path, resource, thread, items, named=args.thread_given and not args.new)
 
 
 # -- the command line and settings --------------------------------------------------------------
@@ -289,7 +293,7 @@ def _store_file(db: str | None) -> str:
 # -- the transaction ----------------------------------------------------------------------------
 
 def _store(path: str, resource: str, thread: str, items: list[dict[str, Any]], *,
-           named: bool) -> list[tuple[dict[str, Any], Decision, float]] | str:
+           named: bool) -> list[Stored] | str:
     """Check the thread, then merge or insert each record, in one transaction. The stored
     records with their decisions, or the message naming a thread that does not exist."""
     connection = sqlite3.connect(path, timeout=30.0, isolation_level=None)
@@ -325,7 +329,7 @@ def _missing(connection: sqlite3.Connection, thread: str, path: str) -> str:
 
 
 def _save(connection: sqlite3.Connection, resource: str, thread: str, item: dict[str, Any]
-          ) -> tuple[dict[str, Any], Decision, float]:
+          ) -> Stored:
     now = time.time()
     priority = item.get("priority", "medium")
     dedupe, coalesce = item.get("dedupe_key"), item.get("coalesce_key")
@@ -384,7 +388,7 @@ def _iso(timestamp: float | None) -> str | None:
 
 # -- what it prints -----------------------------------------------------------------------------
 
-def _report(stored: list[tuple[dict[str, Any], Decision, float]], path: str) -> None:
+def _report(stored: list[Stored], path: str) -> None:
     from tui_agent.hosts import hosted
 
     who = answerer(hosted(path))
