@@ -21,8 +21,8 @@ from tui_agent.testing import ScriptedModel
 R = "me"
 # The dispatcher's idle pass is a read on a timer (due times pass without commits): off here, so
 # what is counted is what follows the store's changes.
-QUIET = {"dispatch_interval_s": 3600}
-PENDING = {"dispatch_interval_s": 3600, "delivery_policy": {"decide": lambda r, s: "persist"}}
+QUIET = {"dispatch_interval_s": 3600, "dispatch_on_change": False}
+PENDING = {**QUIET, "delivery_policy": {"decide": lambda r, s: "persist"}}
 
 
 async def settled(pilot: Any, changes: Any, counted: dict[str, int]) -> None:

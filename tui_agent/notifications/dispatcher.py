@@ -29,6 +29,7 @@ from tui_agent.store.contract import Store
 
 log = logging.getLogger("tui_agent.notifications")
 CLAIM_BATCH = 500
+SETTLE_S = 0.025  # after a commit of another process, before the pass it calls for
 
 def _timestamp(now: float | datetime | None) -> float:
     if now is None:
@@ -137,7 +138,9 @@ class NotificationDispatcher:
 
     def __init__(self, agent: NotifyingAgent, interval_s: float | None = None) -> None:
         self.agent = agent
-        self.interval_s = interval_s or agent_config(agent).dispatch_interval_s
+        config = agent_config(agent)
+        self.interval_s = interval_s or config.dispatch_interval_s
+        self.on_change = config.dispatch_on_change
         self.claimant = f"dispatch:{os.getpid()}:{new_id()}"
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -145,8 +148,9 @@ class NotificationDispatcher:
 
     def poke(self) -> None:
         """Pass now, not at the next interval (a host that just opened the store sends what
-        waits at once)."""
-        self._told.set()
+        waits at once); not with ``dispatch_on_change=False`` (passes by the clock only)."""
+        if self.on_change:
+            self._told.set()
 
     @property
     def running(self) -> bool:
@@ -175,13 +179,16 @@ class NotificationDispatcher:
         memory = self.agent.memory
         assert memory is not None  # ensure_dispatcher starts none without memory
         told = self._told
-        watch = ChangeFeed.of(memory.store).watch(told, local=False, passive=True)
+        feed = ChangeFeed.of(memory.store)
+        watch = feed.watch(told, local=False, passive=True) if self.on_change else None
         try:
             while True:
                 # What a call sends at once needs no pass; another process's commit may have
                 # left records due (tui-agent notify): pass then, else every interval_s.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(told.wait(), self.interval_s)
+                if told.is_set():  # commits come in bursts: one pass once it has settled
+                    await asyncio.sleep(SETTLE_S)
                 told.clear()
                 try:
                     await dispatch_due(self.agent, claimant=self.claimant)
@@ -190,7 +197,8 @@ class NotificationDispatcher:
                 except Exception:  # a bad pass must not end the dispatcher; the next retries
                     log.exception("notification dispatch pass failed")
         finally:
-            watch.close()
+            if watch is not None:
+                watch.close()
 
 
 def ensure_dispatcher(agent: NotifyingAgent) -> NotificationDispatcher | None:
