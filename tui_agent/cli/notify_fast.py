@@ -121,7 +121,7 @@ class _HandOver(argparse.ArgumentParser):
     def _get_formatter(self) -> argparse.HelpFormatter:
         if getattr(self, "helping", False):
             return super()._get_formatter()
-        return self.formatter_class(prog=self.prog, width=100)
+        return argparse.RawDescriptionHelpFormatter(prog=self.prog, width=100)  # build_parser's
 
 
 def run_fast(argv: Sequence[str] | None) -> int | None:
