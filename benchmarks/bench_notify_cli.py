@@ -88,6 +88,7 @@ def run(count: int, wait_calls: int) -> None:
         notify = [TUI_AGENT, "--db", db, "-r", "bench", "-t", "t1", "notify", "--source",
                   "ci", "--kind", "build"]
         anchor = [timed(sys.executable, "-c", "pass") for _ in range(count)]
+        alone = _no_host(folder, count)
         started = time.perf_counter()
         each = [timed(*notify, f"build {n} failed") for n in range(count)]
         sent = time.perf_counter() - started
@@ -102,7 +103,17 @@ def run(count: int, wait_calls: int) -> None:
         assert host.stdin is not None
         host.stdin.close()  # the host closes its app and exits
         host.wait(30)
-    _report(count, anchor, each, sent, all_done, total, done, waited)
+    _report(count, anchor, each, sent, all_done, total, done, waited, alone)
+
+
+def _no_host(folder: Path, count: int) -> list[float]:
+    """notify's own cost: the same processes into a store nobody hosts (nothing answers)."""
+    db = str(folder / "alone.sqlite")
+    timed(TUI_AGENT, "--db", db, "-r", "bench", "-t", "t1", "--agent", SCRIPTED, "notify",
+          "--new", "--source", "ci", "--kind", "build", "first")  # the store and the thread
+    notify = [TUI_AGENT, "--db", db, "-r", "bench", "-t", "t1", "notify", "--source", "ci",
+              "--kind", "build"]
+    return [timed(*notify, f"build {n} failed") for n in range(count)]
 
 
 def _ms(values: list[float]) -> str:
@@ -113,14 +124,16 @@ def _ms(values: list[float]) -> str:
 
 
 def _report(count: int, anchor: list[float], each: list[float], sent: float, all_done: float,
-            total: int, done: int, waited: list[float]) -> None:
+            total: int, done: int, waited: list[float], alone: list[float]) -> None:
     print(f"{count} `tui-agent notify` processes into a thread the app hosts (load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     print(f"  anchor  python -c pass × {count}:        {sum(anchor):6.2f} s   {_ms(anchor)}")
     print(f"  notify  (returns at once) × {count}:     {sent:6.2f} s   {_ms(each)}"
           "   goal ≤ 68 ms each")
     print(f"          per process beyond the anchor:          "
-          f"{(sum(each) - sum(anchor)) / count * 1e3:5.1f} ms")
+          f"{(sum(each) - sum(anchor)) / count * 1e3:5.1f} ms (the host's work shares the CPU)")
+    print(f"  notify  into a store nobody hosts × {count}: {sum(alone):6.2f} s   {_ms(alone)}"
+          f"   beyond the anchor {(sum(alone) - sum(anchor)) / count * 1e3:5.1f} ms")
     print(f"  all {total} answered or digested by the app: {done}/{total} after "
           f"{all_done:6.2f} s (from the first notify)   goal ≤ 15 s")
     print(f"  notify --wait (runs the wake itself) × {len(waited)}: {_ms(waited)} per call")

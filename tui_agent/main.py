@@ -28,6 +28,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         code = run_fast(argv)
         if code is not None:
+            if argv is None:  # the command itself (not a caller in-process): end it now
+                from tui_agent.cli.notify_fast import exit_now
+
+                exit_now(code)
             return code
     args = parse_args(argv)
     try:

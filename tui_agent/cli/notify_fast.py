@@ -297,6 +297,7 @@ def _store(path: str, resource: str, thread: str, items: list[dict[str, Any]], *
     """Check the thread, then merge or insert each record, in one transaction. The stored
     records with their decisions, or the message naming a thread that does not exist."""
     connection = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+    kept = False
     try:
         if connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             raise Fallback
@@ -305,20 +306,42 @@ def _store(path: str, resource: str, thread: str, items: list[dict[str, Any]], *
         try:
             owner = connection.execute("SELECT resource_id FROM threads WHERE id=?",
                                        (thread,)).fetchone()
+            if owner is None and not named:
+                raise Fallback  # to be created: the full path does
             if owner is None:
-                if not named:
-                    raise Fallback  # to be created: the full path does
-                return _missing(connection, thread, path)
+                message = _missing(connection, thread, path)
+                connection.execute("ROLLBACK")
+                return message
             if owner[0] != resource:
                 raise Fallback  # the full path names the thread's resource
             stored = [_save(connection, resource, thread, item) for item in items]
             connection.execute("COMMIT")
         except BaseException:
-            connection.execute("ROLLBACK")
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
             raise
+        _KEPT.append(connection)  # see exit_now
+        kept = True
         return stored
     finally:
-        connection.close()
+        if not kept:
+            connection.close()
+
+
+_KEPT: list[sqlite3.Connection] = []
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the ``tui-agent notify`` process at once: output flushed, no interpreter teardown,
+    and the store's connection left unclosed. Closing the last connection of a SQLite file
+    checkpoints its write-ahead log and deletes it (~10 ms of writes and fsync, and the next
+    process recreates it); left open, the committed transaction stays in the log, durable as
+    any commit (the OS keeps what was written), for the next connection, or the log's own
+    autocheckpoint, to fold in. Only the real command line ends this way (``tui_agent.main``
+    with no argv); a caller in-process gets the code back."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _missing(connection: sqlite3.Connection, thread: str, path: str) -> str:
