@@ -70,7 +70,7 @@ def host(db: str) -> Command:
 
 def stop(watch: Command) -> str:
     watch.process.send_signal(signal.SIGINT)
-    code, out, _ = watch.finish()
+    code, out, _ = watch.finish()  # it ends (a host's dispatcher once lost its cancellation)
     assert code == 0
     return out
 

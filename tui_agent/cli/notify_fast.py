@@ -42,7 +42,9 @@ LEAN_KEYS = frozenset({"source", "kind", "summary", "priority", "dedupe_key", "c
 # path (which checks them all and names a bad one).
 _ENV = frozenset({"TUI_AGENT_DB", "TUI_AGENT_RESOURCE", "TUI_AGENT_THREAD", "TUI_AGENT_MODEL"})
 _FILE_KEYS = frozenset({"db", "resource", "thread", "model", "theme", "show_inbox",
-                        "show_state", "keymap"})
+                        "show_state", "keymap", "agents", "default_agent"})
+# [[agents]] of the settings file have no delivery policy of their own: the built-in one
+# decides for them too, so they are no reason for the full path.
 
 # The built-in delivery policy (tui_agent.notifications.policy.default_decision): priority ×
 # thread state → (action, reason, the decision's summary_at is now, its deliver_at is now).
@@ -253,6 +255,8 @@ def _file_settings() -> dict[str, Any]:
                 values = tomllib.load(file)
             if set(values) - _FILE_KEYS or not all(
                     isinstance(values.get(k, ""), str) for k in ("db", "resource", "thread")):
+                raise Fallback
+            if not isinstance(values.get("agents", []), list):
                 raise Fallback
             return values
     return {}

@@ -185,8 +185,11 @@ class NotificationDispatcher:
             while True:
                 # What a call sends at once needs no pass; another process's commit may have
                 # left records due (tui-agent notify): pass then, else every interval_s.
+                # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancellation that
+                # comes as the event is set, and stop_and_wait then waited forever.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(told.wait(), self.interval_s)
+                    async with asyncio.timeout(self.interval_s):
+                        await told.wait()
                 if told.is_set():  # commits come in bursts: one pass once it has settled
                     await asyncio.sleep(SETTLE_S)
                 told.clear()
