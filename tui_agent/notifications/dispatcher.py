@@ -23,7 +23,7 @@ from tui_agent.notifications import delivery
 from tui_agent.notifications.policy import agent_config
 from tui_agent.notifications.ports import NotifyingAgent
 from tui_agent.notifications.records import NotificationRecord
-from tui_agent.store.changes import ChangeFeed
+from tui_agent.store.changes import ChangeFeed, ChangeWatch
 from tui_agent.store.codec import new_id
 from tui_agent.store.contract import Store
 
@@ -179,8 +179,7 @@ class NotificationDispatcher:
         memory = self.agent.memory
         assert memory is not None  # ensure_dispatcher starts none without memory
         told = self._told
-        feed = ChangeFeed.of(memory.store)
-        watch = feed.watch(told, local=False, passive=True) if self.on_change else None
+        watch: ChangeWatch | None = None
         try:
             while True:
                 # What a call sends at once needs no pass; another process's commit may have
@@ -193,6 +192,10 @@ class NotificationDispatcher:
                 if told.is_set():  # commits come in bursts: one pass once it has settled
                     await asyncio.sleep(SETTLE_S)
                 told.clear()
+                if watch is None and self.on_change:
+                    # From the first pass on (a host's comes at once: poke), another process's
+                    # commit calls for one; taken before the pass reads, so none is missed.
+                    watch = ChangeFeed.of(memory.store).watch(told, local=False, passive=True)
                 try:
                     await dispatch_due(self.agent, claimant=self.claimant)
                 except asyncio.CancelledError:
