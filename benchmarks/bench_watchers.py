@@ -186,14 +186,16 @@ def child(variant: Variant) -> dict[str, Any]:
     return {"env": env, "cwd": tempfile.gettempdir()}
 
 
-def watch_cmd(db: str, thread: str) -> list[str]:
+def watch_cmd(db: str, thread: str, variant: Variant) -> list[str]:
+    # Threads not made yet: --wait for them (issue 21; code before it waited without asking).
+    wait = ["--wait"] if variant.tree is None else []
     return [sys.executable, "-c", WATCH, "watch", "--db", db, "-r", R, "-t", thread,
-            "--json", "--no-tools", "-m", "local/smollm2"]
+            "--json", "--no-tools", "-m", "local/smollm2", *wait]
 
 
 @contextmanager
 def watchers(db: str, count: int, variant: Variant) -> Iterator[list[subprocess.Popen[str]]]:
-    procs = [subprocess.Popen(watch_cmd(db, f"idle-{i}"), stdout=subprocess.PIPE,
+    procs = [subprocess.Popen(watch_cmd(db, f"idle-{i}", variant), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, **child(variant))
              for i in range(count)]
     try:
@@ -288,7 +290,8 @@ async def latency(db: str, variant: Variant, idle_rounds: int, burst_rounds: int
     from tui_agent.store.sqlite import EventIn, SqliteStore
 
     store = SqliteStore(db)
-    proc = subprocess.Popen(watch_cmd(db, "lat"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(watch_cmd(db, "lat", variant), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
                             text=True, **child(variant))
     try:
         assert proc.stderr is not None and proc.stdout is not None

@@ -19,7 +19,7 @@ async def test_closing_an_edited_copy_leaves_the_original_dispatcher_running(
     agents: AgentFactory, memory: Any
 ) -> None:
     original = agents(model=ScriptedModel(replies=["ok"]), memory=memory,
-                      notifications={"dispatch_interval_s": 3600})
+                      notifications={"dispatch_interval_s": 3600, "dispatch_on_change": False})
     dispatcher = ensure_dispatcher(original)
     assert dispatcher is not None and dispatcher.running
     edited = original.apply_editor_overrides({"instructions": "Be terse."})

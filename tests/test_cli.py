@@ -116,7 +116,7 @@ def stored_messages(db: str) -> list[tuple[str, Any, dict[str, Any]]]:
 
 
 def test_send_wakes_a_run_and_prints_its_answer(db: str) -> None:
-    code, out, err = run("--db", db, "send", "--agent", SCRIPTED, "-t", "t1",
+    code, out, err = run("--db", db, "send", "--agent", SCRIPTED, "-t", "t1", "--new",
                          "--as", "Devin", "--attr", "from=slack", "hello", "there")
     assert code == 0, err
     assert err.startswith("wake → run ")
@@ -135,10 +135,10 @@ def test_send_shows_tool_calls_and_results(db: str) -> None:
 
 def test_watch_json_prints_a_run_woken_by_another_process(db: str) -> None:
     watch = Command("--db", db, "watch", "--agent", SCRIPTED, "-r", "ann", "-t", "shared",
-                    "--json")
+                    "--json", "--wait")
     watch.wait_for("watching ann/shared", "stderr")  # subscribed
     code, _, err = run("--db", db, "send", "--agent", SCRIPTED, "-r", "ann", "-t", "shared",
-                       "--as", "Devin", "--quiet", "hi from afar")
+                       "--new", "--as", "Devin", "--quiet", "hi from afar")
     assert code == 0, err
     watch.wait_for('"type": "finish"')
     watch.process.send_signal(signal.SIGINT)
@@ -158,9 +158,9 @@ def test_watch_json_prints_a_run_woken_by_another_process(db: str) -> None:
 def test_send_into_another_process_live_run_is_delivered(db: str, tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     held = {"CLI_TEST_GATE": str(gate)}
-    watch = Command("--db", db, "watch", "--agent", SCRIPTED, "-t", "busy", "--json")
+    watch = Command("--db", db, "watch", "--agent", SCRIPTED, "-t", "busy", "--json", "--wait")
     watch.wait_for("watching", "stderr")
-    first = Command("--db", db, "send", "--agent", SCRIPTED, "-t", "busy", "--as", "ann",
+    first = Command("--db", db, "send", "--agent", SCRIPTED, "-t", "busy", "--new", "--as", "ann",
                     "a long first message that takes a while to echo back", env=held)
     watch.wait_for('"type": "step-start"')  # the first run is live, its model held at the gate
     code, _, err = run("--db", db, "send", "--agent", SCRIPTED, "-t", "busy", "--as", "bob",

@@ -71,7 +71,8 @@ def test_nothing_found_exits_1_and_bad_input_exits_2_with_one_line(db: str) -> N
     code, out, err = run("--db", db, "search", "kubernetes")
     assert (code, out) == (1, "") and "0 messages" in err
     code, _, err = run("--db", db, "search", "-t", "nope", "deploy")
-    assert code == 2 and err.strip() == f"tui-agent: search: no thread 'nope' in {db}"
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"tui-agent: search: no thread 'nope' in store {db}")
     code, _, err = run("--db", db, "search", "--", "--")
     assert code == 2 and "has no words" in err and "Traceback" not in err
     code, _, err = run("--db", db, "search", "--limit", "0", "deploy")

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.both_stores
 
 R, T = "user-1", "thread-1"
 # Agents whose own background dispatcher never gets to a pass: these tests call dispatch_due.
-MANUAL = {"dispatch_interval_s": 3600}
+MANUAL = {"dispatch_interval_s": 3600, "dispatch_on_change": False}
 
 
 class BrokenAgent(Agent):

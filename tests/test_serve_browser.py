@@ -161,7 +161,8 @@ def test_the_page_runs_the_app_answers_and_shows_another_process_message(
 
     sent = subprocess.run(
         [sys.executable, "-m", "tui_agent", "--db", str(tmp_path / "web.db"), "--agent",
-         SCRIPTED, "-r", "ann", "-t", "web", "send", "--as", "bob", "-q", "from the terminal"],
+         SCRIPTED, "-r", "ann", "-t", "web", "send", "--new", "--as", "bob", "-q",
+         "from the terminal"],
         cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=WAIT_S)
     assert sent.returncode == 0, sent.stderr
     wait_for(driver, "from the terminal")

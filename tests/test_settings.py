@@ -4,6 +4,7 @@ clear error naming where, which key and what was expected; the CLI reads them on
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -151,6 +152,32 @@ def test_config_prints_each_value_and_its_source(workdir: Path) -> None:
     assert "# flag" in lines["db"] and "# default" in lines["model"]
 
 
+def test_config_prints_the_value_in_force_for_a_default_never_null(workdir: Path) -> None:
+    """Issue 21: a default shows the value it stands for, an environment value its variable."""
+    done = subprocess.run([sys.executable, "-m", "tui_agent", "config"], cwd=workdir,
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "USER": "ann",
+                               "TUI_AGENT_LEASE_TTL_S": "9"})
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+    assert "null" not in done.stdout
+    assert '"ann"' in lines["resource"] and "# default ($USER)" in lines["resource"]
+    assert "9.0" in lines["lease_ttl_s"] and "# environment TUI_AGENT_LEASE_TTL_S" in lines[
+        "lease_ttl_s"]
+    assert "3.0" in lines["lease_renew_s"] and "# default" in lines["lease_renew_s"]
+    assert '"tui-agent-dark"' in lines["theme"] and '"demo"' in lines["default_agent"]
+    assert "1000000" in lines["max_text_bytes"] and "256" in lines["max_id_length"]
+    default_db = Path(os.environ["XDG_DATA_HOME"]) / "tui-agent" / "tui-agent.db"
+    assert lines["db"].split()[1] == json.dumps(str(default_db))
+
+
+def test_help_documents_the_exit_statuses(workdir: Path) -> None:
+    for command in ([], ["notify"], ["send"]):
+        done = run_cli(*command, "--help", cwd=workdir)
+        assert done.returncode == 0
+        assert "exit:    0 done, 1 failed" in done.stdout and "2 bad usage" in done.stdout
+
+
 def test_config_hides_the_password_of_a_store_url(workdir: Path) -> None:
     done = run_cli("--db", "postgresql://me:s3cret@127.0.0.1:1/team", "config", cwd=workdir)
     assert done.returncode == 0, done.stderr
@@ -179,8 +206,8 @@ def test_a_bad_settings_file_stops_the_cli_with_one_line_and_exit_2(workdir: Pat
 def test_notify_and_state_commands_feed_the_inbox_and_lanes(workdir: Path) -> None:
     db = str(workdir / "x.db")
     common = ("--db", db, "-r", "me", "-t", "t1")
-    done = run_cli("notify", *common, "--source", "ci", "--kind", "build", "--priority", "low",
-                   "--coalesce-key", "ci", "build failed", cwd=workdir)
+    done = run_cli("notify", *common, "--new", "--source", "ci", "--kind", "build",
+                   "--priority", "low", "--coalesce-key", "ci", "build failed", cwd=workdir)
     assert done.returncode == 0, done.stderr
     first = json.loads(done.stdout)
     assert first["record"]["priority"] == "low" and first["decision"]["action"] == "summarize"

@@ -2,13 +2,14 @@
 commands. The one module that imports both front ends; they share only what lies below them
 (``tui_agent.startup``), never each other (the import-linter contracts in pyproject.toml).
 
-Only argparse is imported here, so ``tui-agent --help`` is instant.
+Only argparse is imported here, so ``tui-agent --help`` is instant, and ``tui-agent notify``
+first tries its lean path (``tui_agent.cli.notify_fast``: the standard library only, a few
+milliseconds past Python's own start-up).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import warnings
 from collections.abc import Sequence
@@ -22,10 +23,22 @@ EXIT_INTERRUPTED = 130
 
 def main(argv: Sequence[str] | None = None) -> int:
     warnings.formatwarning = _one_line_warning
+    if "notify" in (sys.argv[1:] if argv is None else argv):
+        from tui_agent.cli.notify_fast import run_fast
+
+        code = run_fast(argv)
+        if code is not None:
+            if argv is None:  # the command itself (not a caller in-process): end it now
+                from tui_agent.cli.notify_fast import exit_now
+
+                exit_now(code)
+            return code
     args = parse_args(argv)
     try:
         if args.command != "app":  # the app reads them after its first paint
             settle(args)
+        import asyncio
+
         return asyncio.run(_start(args))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -125,11 +125,16 @@ class Settings(BaseSettings):
         """Record where each value came from (``load_settings`` does, once)."""
         self._sources = dict(sources)
 
+    @staticmethod
+    def input_limits_names() -> tuple[str, ...]:
+        """The settings that bound input (``tui_agent.signals.limits.InputLimits``)."""
+        return ("max_text_bytes", "max_attributes", "max_attribute_bytes", "max_id_length",
+                "max_depth")
+
     def input_limits(self) -> dict[str, int]:
         """The input bounds set here (those left unset keep their defaults)."""
-        names = ("max_text_bytes", "max_attributes", "max_attribute_bytes", "max_id_length",
-                 "max_depth")
-        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        return {name: getattr(self, name) for name in self.input_limits_names()
+                if getattr(self, name) is not None}
 
     def agent(self, agent_id: str) -> AgentSettings | None:
         return next((a for a in self.agents if agent_id in (a.id, a.name)), None)

@@ -28,8 +28,8 @@ async def test_a_message_sent_by_another_process_appears_with_its_answer(
         pane = pane_of(app)
         await until(pilot, lambda: pane.feed.attached, "the pane subscribed")
         command = [sys.executable, "-m", "tui_agent", "--db", db, "send", "--agent",
-                   SCRIPTED, "-r", "demo", "-t", "demo", "--as", "Zed", "--attr", "from=cli",
-                   "--quiet", "hello from elsewhere"]
+                   SCRIPTED, "-r", "demo", "-t", "demo", "--new", "--as", "Zed", "--attr",
+                   "from=cli", "--quiet", "hello from elsewhere"]
         process = await asyncio.create_subprocess_exec(
             *command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:

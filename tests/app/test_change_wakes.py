@@ -21,8 +21,8 @@ from tui_agent.testing import ScriptedModel
 R = "me"
 # The dispatcher's idle pass is a read on a timer (due times pass without commits): off here, so
 # what is counted is what follows the store's changes.
-QUIET = {"dispatch_interval_s": 3600}
-PENDING = {"dispatch_interval_s": 3600, "delivery_policy": {"decide": lambda r, s: "persist"}}
+QUIET = {"dispatch_interval_s": 3600, "dispatch_on_change": False}
+PENDING = {**QUIET, "delivery_policy": {"decide": lambda r, s: "persist"}}
 
 
 async def settled(pilot: Any, changes: Any, counted: dict[str, int]) -> None:
@@ -75,8 +75,9 @@ async def test_four_idle_panes_and_the_inbox_query_nothing_until_another_process
         await until(pilot, lambda: changes.polls >= polls + 3, "three more polls")
         assert counted["queries"] == queries  # idle: nobody read anything
         # subscriptions (their streams and live-run trackers), waiting views, the inbox, the
-        # approvals queue
-        assert changes.watchers == 4 * 2 + 4 + 1 + 1
+        # approvals queue, and the app's own as the store's host (ThreadRuntime.host: it answers
+        # with no pane open)
+        assert changes.watchers == 4 * 2 + 4 + 1 + 1 + 1
 
         entries = len(app.panes[1].feed.transcript.entries)
         other = agents(name="elsewhere", model=ScriptedModel(replies=["ok"]),

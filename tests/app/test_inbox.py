@@ -42,7 +42,8 @@ def by_metadata(record: Any, thread_state: str) -> Any:
     return {"action": "defer", "deliver_at": LATER} if action == "defer" else action
 
 
-POLICY = {"dispatch_interval_s": 3600, "delivery_policy": {"decide": by_metadata}}
+MANUAL = {"dispatch_interval_s": 3600, "dispatch_on_change": False}  # dispatch_due by hand
+POLICY = {**MANUAL, "delivery_policy": {"decide": by_metadata}}
 
 
 async def notify(agent: Agent, summary: str, *, priority: str = "medium", source: str = "ci",
@@ -439,7 +440,7 @@ async def test_a_failed_delivery_shows_its_attempts_and_last_error(
     app = make_app(notifications=POLICY)
     broken = agents(BrokenAgent, name="broken", model=ScriptedModel(replies=["ok"]),
                     memory=Memory(store=stores(app.config.agent.memory.store.path)),
-                    notifications={"dispatch_interval_s": 3600})
+                    notifications=MANUAL)
     async with app.run_test(size=(160, 48)) as pilot:
         sidebar = await open_inbox(pilot, shown=0)
         result = await broken.send_notification_signal(
@@ -568,7 +569,7 @@ async def write_snapshot_store(path: Path) -> None:
     agent = Agent(name="demo", instructions="x", model=ScriptedModel(replies=["ok"]),
                   memory=Memory(store=store), notifications=POLICY)
     broken = BrokenAgent(name="broken", instructions="x", model=ScriptedModel(replies=["ok"]),
-                         memory=Memory(store=store), notifications={"dispatch_interval_s": 3600})
+                         memory=Memory(store=store), notifications=MANUAL)
     ids = []
     for summary, priority, source, kind, thread, action, repeats in SNAP_RECORDS:
         send = {"defer": "defer", "persist": "persist", "summarize": "summarize",

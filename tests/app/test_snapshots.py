@@ -47,6 +47,7 @@ SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
 THEMES = {"dark": "tui-agent-dark", "light": "tui-agent-light"}
 MAIN = {"resource_id": "me", "thread_id": "main"}
 PERSIST = {"behavior": "persist"}  # a signal stored and shown, no run woken
+MANUAL = {"dispatch_interval_s": 3600, "dispatch_on_change": False}  # dispatch_due by hand
 HEADER_NOW, RUNNING_S = 1000.0, 3.0  # the pane headers' frozen clock; a running run's age
 
 Compare = Callable[..., bool]
@@ -276,7 +277,7 @@ def test_signals_state_reminder_digest_and_notification(
 ) -> None:
     model = SnapModel(default="I'll look at the two failed jobs.")
     # No background dispatcher pass: the digest is sent when the test says (dispatch_due).
-    app = make_app(tmp_path, model, notifications={"dispatch_interval_s": 3600})
+    app = make_app(tmp_path, model, notifications=MANUAL)
     agent = app.config.agent
 
     async def run_before(pilot: Any) -> None:
@@ -509,7 +510,7 @@ def test_the_demo_screen_fits_the_terminal(
     inbox at 120×35, the grid with the inbox and the state panel at 200×50."""
     question = "Good morning! Are we still shipping v2.4 today?"
     model = SnapModel(default=DEMO_ANSWER)
-    app = make_app(tmp_path, model, threads=[], notifications={"dispatch_interval_s": 3600})
+    app = make_app(tmp_path, model, threads=[], notifications=MANUAL)
     app.config.show_inbox = app.config.show_state = True
     agent = app.config.agent
     demo = {"resource_id": "demo", "thread_id": "demo"}

@@ -187,6 +187,7 @@ class AgentRuntime(Protocol):
     """An agent's runtime, as routing and subscriptions use it (``runtime.ThreadRuntime``)."""
 
     dispatcher: DispatcherHandle | None
+    sender_only: bool
 
     @property
     def owner(self) -> str: ...

@@ -182,7 +182,7 @@ def _route_now(
         target.resource_id,
         when_active,
         if_active=active.behavior,
-        if_idle=idle.behavior,
+        if_idle=_idle_behavior(agent, idle),
         queue=queue,
         owner=agent.runtime.owner,
         ttl_s=agent.memory.lease_ttl_s,
@@ -275,13 +275,21 @@ def _submit_route(
         resource_id,
         when_active,
         if_active=active.behavior,
-        if_idle=idle.behavior,
+        if_idle=_idle_behavior(agent, idle),
         queue=queue,
         owner=agent.runtime.owner,
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
         echo_when_idle=when_idle,
     )
+
+
+def _idle_behavior(agent: AgentCore, idle: IfIdle) -> str:
+    """A sender-only process (``tui-agent notify``, ``send --no-wait``) holds a wake on the
+    thread for a host to answer (``ThreadRuntime.sender_only``) instead of running it here."""
+    if idle.behavior == "wake" and agent.runtime.sender_only:
+        return "hold"
+    return idle.behavior
 
 
 def _decision(agent: AgentCore, result: RouteResult) -> dict[str, Any]:

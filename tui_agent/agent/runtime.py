@@ -15,6 +15,13 @@ killed, or exited with a message queued) are taken over by a new run here, so no
 is left unanswered while any process has the agent open (tests/test_rescue.py). When to look is
 event-driven (``tui_agent.agent.rescuer``): at the expiry of the lease they wait behind, or when
 told of a change; no polling.
+
+A process that holds the agent open to answer its threads (the app, ``tui-agent chat`` and
+``watch``) says so with :meth:`ThreadRuntime.host`: dispatcher and rescuer run from then on,
+woken by the store's change feed, and the store file's host registry (``tui_agent.hosts``)
+tells senders that someone answers. A process that only sends (``tui-agent notify``, ``send
+--no-wait``) sets :attr:`ThreadRuntime.sender_only`: it starts neither, and a signal that
+would wake an idle thread is held there, pending, for a host (tests/test_cli_notify.py).
 """
 
 from __future__ import annotations
@@ -35,8 +42,10 @@ from tui_agent.agent.ports import AgentCore
 from tui_agent.agent.rescuer import Rescuer
 from tui_agent.agent.run import Run
 from tui_agent.events import ERROR
+from tui_agent.hosts import HostLock, register
 from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
 from tui_agent.notifications.ports import DispatcherHandle
+from tui_agent.store.changes import ChangeFeed, ChangeWatch
 from tui_agent.store.records import ApprovalRecord, EventIn
 
 # One lease owner per process: a run's lease names the process that runs it.
@@ -76,6 +85,11 @@ class ThreadRuntime:
         self._rescuer: asyncio.Task[None] | None = None  # see rescue_stranded
         self._rescue: Rescuer | None = None  # the rescuer task's state (poke it)
         self._parked = ParkedRuns()  # this runtime's runs waiting for answers to tool calls
+        #: This process only sends (``tui-agent notify``, ``send --no-wait``): no dispatcher or
+        #: rescuer here, and a wake it would win is held on the thread for a host instead.
+        self.sender_only = False
+        self._host_watch: ChangeWatch | None = None  # see host
+        self._host_lock: HostLock | None = None
 
     @property
     def owner(self) -> str:
@@ -204,7 +218,7 @@ class ThreadRuntime:
     def ensure_dispatcher(self) -> None:
         """Start the notification dispatcher and the stranded-signal rescuer in the running
         loop if they are not running there (agents with memory only)."""
-        if self.agent.memory is None:
+        if self.agent.memory is None or self.sender_only:
             return
         loop = asyncio.get_running_loop()
         rescuer, dispatcher = self._rescuer, self.dispatcher
@@ -215,6 +229,29 @@ class ThreadRuntime:
         if rescuer is None or rescuer.done() or rescuer.get_loop() is not loop:
             self._rescue = Rescuer(self.agent.memory.store, self.rescue_stranded)
             self._rescuer = loop.create_task(self._rescue.run(), name="tui-agent rescuer")
+
+    def host(self) -> None:
+        """This process holds the agent open to answer its threads (the app, chat, watch): the
+        dispatcher and the rescuer run from now on, not only once a run or a subscription starts
+        them (issue 21: digests waited forever in an app with no pane open); a change watch of
+        its own keeps the store's change feed running, so both hear other processes' commits
+        at once; and the store file's host registry says a host lives (``tui_agent.hosts``).
+        Idempotent; undone by :meth:`stop_dispatcher` (``Agent.close``)."""
+        memory = self.agent.memory
+        if memory is None:
+            return
+        self.sender_only = False
+        self.ensure_dispatcher()
+        if self._host_watch is None:
+            if self.dispatcher is not None:
+                self.dispatcher.poke()  # what waits for a host goes out now
+            self._host_watch = ChangeFeed.of(memory.store).watch(local=False)
+            self._host_lock = register(getattr(memory.store, "path", None))
+
+    @property
+    def hosting(self) -> bool:
+        """Whether :meth:`host` was called (and not undone)."""
+        return self._host_watch is not None
 
     @property
     def rescuer(self) -> Rescuer | None:
@@ -230,6 +267,12 @@ class ThreadRuntime:
     async def stop_dispatcher(self) -> None:
         """Stop the dispatcher and the rescuer, if they run, and wait for their current pass
         to end."""
+        watch, self._host_watch = self._host_watch, None
+        if watch is not None:
+            watch.close()
+        lock, self._host_lock = self._host_lock, None
+        if lock is not None:
+            lock.release()
         rescuer, self._rescuer = self._rescuer, None
         if rescuer is not None and rescuer.get_loop() is asyncio.get_running_loop():
             rescuer.cancel()

@@ -202,6 +202,9 @@ class TuiAgentApp(App[int]):
         if config.theme and config.theme in self.available_themes:
             self.theme = config.theme
         self.show_inbox, self.show_state = config.show_inbox, config.show_state
+        # The app answers what others leave on the store's threads (digests, held wakes), with
+        # or without a pane open (issue 21; tests/test_cli_notify.py).
+        config.agent.runtime.host()
         self._apply_keymap()
         inbox = InboxSidebar(config.agent.memory, pane_threads=self._pane_threads, id="inbox")
         await self.query_one("#main").mount(inbox)

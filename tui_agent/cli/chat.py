@@ -31,6 +31,7 @@ from tui_agent.cli.render import (
     make_console,
     quiet_terminal,
 )
+from tui_agent.cli.threads import check_thread, named
 from tui_agent.errors import TuiAgentError
 from tui_agent.events import is_end
 from tui_agent.startup.agents import (
@@ -108,6 +109,7 @@ class Chat:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
+        self.agent.runtime.host()  # it answers what others leave on the store's threads
         self.sub = await self.agent.subscribe_to_thread(**self.target)
         pump = loop.create_task(self._pump(), name="chat pump")
         reader = LineReader(loop, self.echo)
@@ -314,6 +316,10 @@ async def run_chat(args: argparse.Namespace) -> int:
         style="dim",
         soft_wrap=True,
     )
+    if not await check_thread(agent.memory, args, may_create=True) and named(args):
+        # chat -t NEW creates it, and says so (a typo shows, and creates one empty thread)
+        await agent.memory.create_thread(args.thread, resource_id=args.resource)
+        console.print(Text(f"new thread {args.resource}/{args.thread} created", style="bold"))
     await _warm_up(agent, console)
     for problem in await start_mcp_tools(agent):  # a server that did not start: one line each
         console.print(Text(f"tui-agent: warning: {problem}", style="yellow"), soft_wrap=True)

@@ -10,33 +10,49 @@ import sys
 from typing import Any
 
 from tui_agent.cli.render import make_console
+from tui_agent.cli.threads import check_thread
 from tui_agent.errors import ConfigError
 from tui_agent.startup.agents import build_agent, check_model
 from tui_agent.state.lanes import state_update
 
 
 async def run_notify(args: argparse.Namespace) -> int:
-    summary = " ".join(args.summary).strip()
-    if not summary:
-        raise ConfigError("notify: the summary is empty")
-    notification: dict[str, Any] = {"source": args.source, "kind": args.kind,
-                                    "summary": summary, "priority": args.priority}
-    if args.dedupe_key:
-        notification["dedupe_key"] = args.dedupe_key
-    if args.coalesce_key:
-        notification["coalesce_key"] = args.coalesce_key
+    """The full path of ``tui-agent notify`` (any store, any agent's policy; the lean one,
+    ``notify_fast``, handled the common case before anything was imported). Without ``--wait``
+    this process only sends (``ThreadRuntime.sender_only``): what the decision sends at once is
+    stored for a host to answer, and it returns; with ``--wait`` it runs the wake here."""
+    from tui_agent.cli.notify_fast import answerer, notifications_of
+    from tui_agent.hosts import hosted
+
+    try:
+        items = notifications_of(args, sys.stdin if args.stdin else None)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    for item in items:
+        if not str(item.get("summary") or "").strip():
+            raise ConfigError("notify: the summary is empty")
+        if not item.get("source") or not item.get("kind"):
+            raise ConfigError("notify: --source and --kind are required (or in each JSON line)")
     agent = build_agent(args)
     try:
-        await check_model(agent, warm=False)  # a delivery may wake the model
-        await agent.memory.create_thread(args.thread, resource_id=args.resource)
-        outcome = await agent.send_notification_signal(
-            notification, resource_id=args.resource, thread_id=args.thread)
-        record, decision = outcome["record"], outcome["decision"]
-        make_console(sys.stderr).print(
-            f"[bold]{decision['action']}[/bold] ({decision.get('reason', '')})")
-        print(json.dumps({"record": _plain(record), "decision": _plain(decision)},
-                         default=str, ensure_ascii=False))
-        await agent.wait_for_local_runs()  # a run it woke lives here: let it finish
+        if not await check_thread(agent.memory, args, may_create=args.new):
+            await agent.memory.create_thread(args.thread, resource_id=args.resource)
+        if args.wait:
+            await check_model(agent, warm=False)  # a delivery may wake the model here
+        else:
+            agent.runtime.sender_only = True
+        outcomes = await agent.send_notification_signal(
+            items, resource_id=args.resource, thread_id=args.thread)
+        path = getattr(agent.memory.store, "path", None)
+        who = "" if args.wait else f" · {answerer(hosted(path))}"
+        err = make_console(sys.stderr)
+        for outcome in outcomes:
+            record, decision = outcome["record"], outcome["decision"]
+            err.print(f"[bold]{decision['action']}[/bold] ({decision.get('reason', '')}){who}",
+                      highlight=False)
+            print(json.dumps({"record": _plain(record), "decision": _plain(decision)},
+                             default=str, ensure_ascii=False))
+        await agent.wait_for_local_runs()  # --wait: a run it woke lives here, let it finish
     finally:
         await agent.close()
         await agent.memory.store.close()
@@ -51,7 +67,8 @@ async def run_state(args: argparse.Namespace) -> int:
     signal = state_update(args.lane, value, delta=args.delta, cache_key=args.cache_key)
     agent = build_agent(args)
     try:
-        await agent.memory.create_thread(args.thread, resource_id=args.resource)
+        if not await check_thread(agent.memory, args, may_create=args.new):
+            await agent.memory.create_thread(args.thread, resource_id=args.resource)
         outcome = await agent.send_state_signal(
             signal, resource_id=args.resource, thread_id=args.thread,
             if_idle={"behavior": "persist"})

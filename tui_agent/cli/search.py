@@ -32,7 +32,10 @@ async def run_search(args: argparse.Namespace) -> int:
     try:
         thread_id = args.thread if args.thread_given else None
         if thread_id is not None and await memory.get_thread(thread_id) is None:
-            raise ConfigError(f"search: no thread {thread_id!r} in {memory.store.location}")
+            from tui_agent.cli.threads import missing_thread_message
+
+            raise ConfigError("search: " + await missing_thread_message(
+                memory, thread_id, "leave out -t to search every thread"))
         hits = await memory.search_messages(query, thread_id=thread_id, limit=args.limit)
     finally:
         await memory.store.close()

@@ -1,5 +1,9 @@
 """``tui-agent send``: route one message into a thread and say what happened.
 
+With ``--no-wait`` it only sends (``ThreadRuntime.sender_only``): a message that would wake the
+idle thread is held there (``hold``) for the process that hosts the store (the app, chat,
+watch) or the next one to open it, and ``send`` returns at once (tests/test_cli_notify.py).
+
 If the thread was idle and this process won the wake, the run lives here: it is driven to its end
 (its answer printed, or awaited with ``--quiet``), and so is any queued run that the store hands
 to this process when it ends, so the thread's lease is never left to a process that has exited.
@@ -15,6 +19,7 @@ from typing import Any
 
 from tui_agent.cli.common import message_of
 from tui_agent.cli.render import Renderer, make_console, quiet_terminal
+from tui_agent.cli.threads import check_thread
 from tui_agent.errors import ConfigError
 from tui_agent.events import ERROR
 from tui_agent.startup.agents import build_agent, check_model, parse_attrs
@@ -27,14 +32,21 @@ async def run_send(args: argparse.Namespace) -> int:
         raise ConfigError("send: the message is empty")
     attributes = parse_attrs(args.attr, args.as_name)
     agent = build_agent(args)
+    try:
+        await check_thread(agent.memory, args, may_create=args.new)
+    except BaseException:
+        await agent.memory.store.close()
+        raise
     await check_model(agent, warm=False)  # a missing runtime or key fails before sending
     target = {"resource_id": args.resource, "thread_id": args.thread}
+    agent.runtime.sender_only = args.no_wait  # a wake is held for the store's host
     receipt = _send(agent, args, text, attributes, target)
     decision = await receipt.accepted
     err = make_console(sys.stderr)
     action = decision["action"]
     run_id = decision.get("run_id")
-    err.print(f"[bold]{action}[/bold]" + (f" → run {run_id}" if run_id else ""))
+    err.print(f"[bold]{action}[/bold]" + (f" → run {run_id}" if run_id else "")
+              + (f" · {_who_answers(agent)}" if action == "hold" else ""), highlight=False)
     code = 0
     try:
         if action == "wake":
@@ -45,6 +57,13 @@ async def run_send(args: argparse.Namespace) -> int:
         await close_mcp_tools(agent)
         await agent.memory.store.close()
     return code
+
+
+def _who_answers(agent: Any) -> str:
+    from tui_agent.cli.notify_fast import answerer
+    from tui_agent.hosts import hosted
+
+    return answerer(hosted(getattr(agent.memory.store, "path", None))).replace("sends", "answers")
 
 
 def _send(

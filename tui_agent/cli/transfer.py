@@ -21,10 +21,14 @@ async def run_export(args: argparse.Namespace) -> int:
     memory = open_memory(args)
     try:
         thread = await memory.get_thread(args.thread)
-        if thread is None or thread.resource_id != args.resource:
-            where = "" if thread is None else f" of resource {args.resource!r}"
-            raise ConfigError(f"export: no thread {args.thread!r}{where} in "
-                              f"{memory.store.location}")
+        if thread is None:
+            from tui_agent.cli.threads import missing_thread_message
+
+            raise ConfigError("export: " + await missing_thread_message(
+                memory, args.thread, "see `tui-agent search` for the store's threads"))
+        if thread.resource_id != args.resource:
+            raise ConfigError(f"export: no thread {args.thread!r} of resource "
+                              f"{args.resource!r} in {memory.store.location}")
         text = await export_text(memory.store, args.thread, args.format)
     finally:
         await memory.store.close()

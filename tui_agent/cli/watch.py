@@ -9,12 +9,20 @@ import sys
 from typing import Any
 
 from tui_agent.cli.render import Renderer, chunk_json, make_console, quiet_terminal
+from tui_agent.cli.threads import check_thread
 from tui_agent.events import Chunk
 from tui_agent.startup.agents import build_agent, store_path
 
 
 async def run_watch(args: argparse.Namespace) -> int:
     agent = build_agent(args)
+    try:
+        await check_thread(agent.memory, args, may_create=args.wait,
+                           hint="add --wait to wait for it")
+    except BaseException:
+        await agent.memory.store.close()
+        raise
+    agent.runtime.host()  # it answers what others leave on the store's threads (issue 21)
     sub = await agent.subscribe_to_thread(resource_id=args.resource, thread_id=args.thread)
     console = make_console()
     # The header goes to stderr, so stdout is only the stream (pure JSON lines with --json);

@@ -11,6 +11,7 @@ processes do not wake each other's change pollers (tests/test_dispatcher.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -22,11 +23,13 @@ from tui_agent.notifications import delivery
 from tui_agent.notifications.policy import agent_config
 from tui_agent.notifications.ports import NotifyingAgent
 from tui_agent.notifications.records import NotificationRecord
+from tui_agent.store.changes import ChangeFeed, ChangeWatch
 from tui_agent.store.codec import new_id
 from tui_agent.store.contract import Store
 
 log = logging.getLogger("tui_agent.notifications")
 CLAIM_BATCH = 500
+SETTLE_S = 0.025  # after a commit of another process, before the pass it calls for
 
 def _timestamp(now: float | datetime | None) -> float:
     if now is None:
@@ -135,10 +138,19 @@ class NotificationDispatcher:
 
     def __init__(self, agent: NotifyingAgent, interval_s: float | None = None) -> None:
         self.agent = agent
-        self.interval_s = interval_s or agent_config(agent).dispatch_interval_s
+        config = agent_config(agent)
+        self.interval_s = interval_s or config.dispatch_interval_s
+        self.on_change = config.dispatch_on_change
         self.claimant = f"dispatch:{os.getpid()}:{new_id()}"
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._told = asyncio.Event()  # a pass now: another process committed, or poke()
+
+    def poke(self) -> None:
+        """Pass now, not at the next interval (a host that just opened the store sends what
+        waits at once); not with ``dispatch_on_change=False`` (passes by the clock only)."""
+        if self.on_change:
+            self._told.set()
 
     @property
     def running(self) -> bool:
@@ -164,14 +176,35 @@ class NotificationDispatcher:
             await asyncio.gather(task, return_exceptions=True)
 
     async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_s)  # what a call sends at once needs no pass
-            try:
-                await dispatch_due(self.agent, claimant=self.claimant)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a bad pass must not end the dispatcher; the next one retries
-                log.exception("notification dispatch pass failed")
+        memory = self.agent.memory
+        assert memory is not None  # ensure_dispatcher starts none without memory
+        told = self._told
+        watch: ChangeWatch | None = None
+        try:
+            while True:
+                # What a call sends at once needs no pass; another process's commit may have
+                # left records due (tui-agent notify): pass then, else every interval_s.
+                # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancellation that
+                # comes as the event is set, and stop_and_wait then waited forever.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.interval_s):
+                        await told.wait()
+                if told.is_set():  # commits come in bursts: one pass once it has settled
+                    await asyncio.sleep(SETTLE_S)
+                told.clear()
+                if watch is None and self.on_change:
+                    # From the first pass on (a host's comes at once: poke), another process's
+                    # commit calls for one; taken before the pass reads, so none is missed.
+                    watch = ChangeFeed.of(memory.store).watch(told, local=False, passive=True)
+                try:
+                    await dispatch_due(self.agent, claimant=self.claimant)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # a bad pass must not end the dispatcher; the next retries
+                    log.exception("notification dispatch pass failed")
+        finally:
+            if watch is not None:
+                watch.close()
 
 
 def ensure_dispatcher(agent: NotifyingAgent) -> NotificationDispatcher | None:

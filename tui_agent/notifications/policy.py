@@ -31,6 +31,7 @@ _CAMEL = {
     "summaryAt": "summary_at",
     "deliverAt": "deliver_at",
     "dispatchIntervalS": "dispatch_interval_s",
+    "dispatchOnChange": "dispatch_on_change",
 }
 
 
@@ -109,6 +110,9 @@ class NotificationsConfig(BaseModel):
 
     delivery_policy: DeliveryPolicy = Field(default_factory=DeliveryPolicy)
     dispatch_interval_s: float = 1.0
+    # Also pass as soon as another process commits (what `tui-agent notify` left due goes out
+    # within milliseconds); False: only every dispatch_interval_s (tests that dispatch by hand).
+    dispatch_on_change: bool = True
 
 
 def _parse_entries(raw: object, where: str, keys: tuple[str, ...] | None) -> dict[str, Decision]:
@@ -167,19 +171,23 @@ def parse_notifications_config(raw: object) -> NotificationsConfig:
         raise ConfigError(f"notifications must be a dict, got {type(raw).__name__}")
     raw = given
     camel = [f"{k!r} → {_CAMEL[k]!r}" for k in raw if k in _CAMEL]
-    extra: set[Any] = set(raw) - {"delivery_policy", "dispatch_interval_s"}
+    extra: set[Any] = set(raw) - {"delivery_policy", "dispatch_interval_s", "dispatch_on_change"}
     if extra:
         hint = f" (names are snake_case: {', '.join(camel)})" if camel else ""
         raise ConfigError(
             f"unknown key(s) {sorted(extra)} in notifications; allowed: delivery_policy, "
-            f"dispatch_interval_s{hint}"
+            f"dispatch_interval_s, dispatch_on_change{hint}"
         )
     interval = raw.get("dispatch_interval_s", 1.0)
     if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
         raise ConfigError(f"notifications.dispatch_interval_s must be > 0, got {interval!r}")
+    on_change = raw.get("dispatch_on_change", True)
+    if not isinstance(on_change, bool):
+        raise ConfigError(f"notifications.dispatch_on_change must be True or False, got "
+                          f"{on_change!r}")
     return NotificationsConfig(
         delivery_policy=parse_delivery_policy(raw.get("delivery_policy")),
-        dispatch_interval_s=float(interval),
+        dispatch_interval_s=float(interval), dispatch_on_change=on_change,
     )
 
 

@@ -52,8 +52,27 @@ def open_memory(args: argparse.Namespace) -> Any:
     from tui_agent.store.location import default_file
 
     settings = args.settings
+    if args.db:
+        check_store_folder(args.db, settings.sources.get("db", "flag"))
     return Memory(store=open_store(args.db or default_file()), lease_ttl_s=settings.lease_ttl_s,
                   lease_renew_s=settings.lease_renew_s)
+
+
+def check_store_folder(location: str, source: str) -> None:
+    """A store named by a flag, variable or the settings file must be in a folder that exists:
+    a typo creates no folders (only the default location is created)."""
+    from tui_agent.store.location import MEMORY, scheme_of, sqlite_path
+
+    if scheme_of(location) not in (None, "sqlite"):
+        return  # a PostgreSQL URL
+    path = sqlite_path(location)
+    if path == MEMORY:
+        return
+    folder = Path(path).parent
+    if not folder.is_dir():
+        given = {"flag": "--db", "env": "TUI_AGENT_DB"}.get(source, f"db in {source}")
+        raise ConfigError(f"store folder {folder} does not exist ({given} {location}); "
+                          "create it first, or give another path")
 
 
 def build_agent(args: argparse.Namespace) -> Any:

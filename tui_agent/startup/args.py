@@ -46,6 +46,10 @@ thread:  --resource defaults to $USER (or "local"), --thread to "main"
 model:   --model defaults to $TUI_AGENT_MODEL, else local/smollm2 (no key needed)
 agents:  --agent path/to/agents.py:name (or package.module:name) loads your own Agent, a list
          or dict of them (pick with --agent-name); it gets the CLI's store if it has no memory
+threads: a -t thread must exist (exit 2 naming the closest ones) unless --new (send, notify,
+         state) or --wait (watch); chat -t NEW creates it; the default thread is made on first use
+exit:    0 done, 1 failed (a run ended in an error; search: nothing matched), 2 bad usage, a
+         bad setting, or a thread or store that does not exist or cannot be used
 """
 
 
@@ -88,8 +92,12 @@ def _sender(parser: argparse.ArgumentParser) -> None:
                         help="an attribute of your messages, e.g. --attr from=slack (repeatable)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser(
+    only: str | None = None, parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+) -> argparse.ArgumentParser:
+    """The command line; ``only="notify"``: that command alone (its lean path parses with it,
+    in a millisecond, with a ``parser_class`` whose errors hand over to the full parser)."""
+    parser = parser_class(
         prog="tui-agent", description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_COMMON_EPILOG,
     )
@@ -106,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}",
                                 help="with none, the app opens")
     fmt = argparse.RawDescriptionHelpFormatter
+    if only == "notify":
+        _notify_parser(sub, fmt)
+        return parser
 
     chat = sub.add_parser("chat", help="a line-based chat on a thread",
                           formatter_class=fmt, epilog=_CHAT_EPILOG + "\n" + _COMMON_EPILOG)
@@ -123,6 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument("--tag", metavar="TAG", help="the signal's tag name (with --signal-type)")
     send.add_argument("--quiet", "-q", action="store_true",
                       help="if this process runs the answer, wait for it without printing it")
+    send.add_argument("--no-wait", action="store_true",
+                      help="return once the message is stored and routed: a run it wakes is "
+                           "answered by the process that hosts the thread (the app or chat), "
+                           "else by the next process that opens it")
+    _new(send)
     send.add_argument("text", nargs="+", help="the message")
 
     watch = sub.add_parser("watch", help="print a thread's live stream until Ctrl-C",
@@ -130,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(watch)
     watch.add_argument("--json", action="store_true",
                        help="one JSON object per chunk (type, run_id, from, payload) per line")
+    watch.add_argument("--wait", action="store_true",
+                       help="a -t thread that does not exist yet: wait for it (else exit 2)")
     _notify_parser(sub, fmt)
     _state_parser(sub, fmt)
     _search_parser(sub, fmt)
@@ -155,13 +173,21 @@ def _notify_parser(sub: Any, fmt: Any) -> None:
     notify = sub.add_parser("notify", help="send a notification into a thread's inbox",
                             formatter_class=fmt, epilog=_COMMON_EPILOG)
     _common(notify)
-    notify.add_argument("--source", required=True, help="where it comes from, e.g. ci")
-    notify.add_argument("--kind", required=True, help="what it is, e.g. build")
+    notify.add_argument("--source", help="where it comes from, e.g. ci (required, except in "
+                        "JSON lines of --stdin that say it)")
+    notify.add_argument("--kind", help="what it is, e.g. build (required, as --source)")
     notify.add_argument("--priority", choices=("low", "medium", "high", "urgent"),
                         default="medium")
     notify.add_argument("--dedupe-key", metavar="K", help="merge with a pending record of this key")
     notify.add_argument("--coalesce-key", metavar="K", help="coalesce with pending records (×N)")
-    notify.add_argument("summary", nargs="+", help="one line saying what happened")
+    notify.add_argument("--wait", action="store_true",
+                        help="wait for the run the notification wakes, and run it here if no "
+                             "other process hosts the thread (else notify returns at once)")
+    notify.add_argument("--stdin", action="store_true",
+                        help="one notification per line of stdin: JSON ({\"source\", \"kind\", "
+                             "\"summary\", …}) or plain text (the summary; --source/--kind apply)")
+    _new(notify)
+    notify.add_argument("summary", nargs="*", help="one line saying what happened")
 
 
 def _state_parser(sub: Any, fmt: Any) -> None:
@@ -173,7 +199,14 @@ def _state_parser(sub: Any, fmt: Any) -> None:
                        help="the JSON is a merge patch on the lane's value (else a snapshot)")
     state.add_argument("--cache-key", metavar="K",
                        help="unchanged when equal to the lane's (default: a hash of the JSON)")
+    _new(state)
     state.add_argument("json", help="the value (or patch) as JSON, e.g. '{\"tabs\": 3}'")
+
+
+def _new(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--new", action="store_true",
+                        help="create the -t thread if it does not exist (else a thread that "
+                             "does not exist is an error, exit 2: a typo creates nothing)")
 
 
 def _search_parser(sub: Any, fmt: Any) -> None:
@@ -228,8 +261,10 @@ discard.
 """
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    args = build_parser().parse_args(argv)
+def parse_args(
+    argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None
+) -> argparse.Namespace:
+    args = (parser or build_parser()).parse_args(argv)
     args.thread_given = getattr(args, "thread", None) is not None  # search: -t narrows it
     for name, value in _DEFAULTS.items():
         if not hasattr(args, name):

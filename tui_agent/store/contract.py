@@ -333,6 +333,8 @@ class SignalRouting(Protocol):
         """Decide and store, in one transaction, what happens to a signal: on a live run
         ``deliver`` (pending), ``persist`` or ``discard`` (``queue``: queued for its own run);
         on an idle thread ``wake`` (the lease taken, a new run, the signal pending for it),
+        ``hold`` (the signal pending with no run and no lease taken: a process that hosts the
+        thread, or the next to open it, answers it as the rescuer answers stranded signals),
         ``persist`` (stored and echoed, no run, no model call) or ``discard``. Of concurrent
         wakes on one idle thread exactly one wakes; the others deliver into its run.
 

@@ -46,6 +46,7 @@ def prepare_store_file(path: str) -> None:
     try:
         fd = os.open(file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
     except FileExistsError:
+        _check_writable(file)
         _warn_if_loose(file, "store file")
         return
     except OSError as error:
@@ -54,6 +55,17 @@ def prepare_store_file(path: str) -> None:
         os.fchmod(fd, FILE_MODE)  # the umask could only have removed bits; this is exact
     finally:
         os.close(fd)
+
+
+def _check_writable(file: Path) -> None:
+    """A store is written to (even by reads: WAL, migrations): a read-only file is refused with
+    one line, whoever runs (root may write a file of mode 0444, but it was made read-only)."""
+    mode = _mode(file)
+    if mode is not None and (not mode & 0o222 or not os.access(file, os.W_OK)):
+        raise StoreCorruptError(
+            f"store {file} is read-only (mode {mode:o}): tui-agent writes to its store; "
+            f"chmod u+w {file}, or give another path with --db / TUI_AGENT_DB"
+        )
 
 
 def tighten_sidecars(path: str) -> None:

@@ -263,7 +263,7 @@ class SignalIn:
 
 @dataclass(slots=True)
 class RouteResult:
-    action: str  # wake | deliver | persist | discard
+    action: str  # wake | deliver | hold | persist | discard
     run_id: str | None = None
 
 

@@ -484,6 +484,10 @@ def _route_idle(
         yield from begin_run(d, thread_id, resource_id, run_id, owner, ttl_s, agent_id)
         yield from insert_signal(d, thread_id, resource_id, signal, "pending", run_id)
         return RouteResult("wake", run_id)
+    if behavior == "hold":  # pending, no run: a host's rescuer (or the next opener) answers
+        yield from ensure_thread(d, thread_id, resource_id)
+        yield from insert_signal(d, thread_id, resource_id, signal, "pending", None)
+        return RouteResult("hold")
     if behavior == "persist":
         yield from ensure_thread(d, thread_id, resource_id)
         yield from persist(d, thread_id, resource_id, signal)
