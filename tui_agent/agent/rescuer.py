@@ -83,4 +83,7 @@ class Rescuer:
 
 async def _wait(event: asyncio.Event, timeout: float | None) -> None:
     with contextlib.suppress(TimeoutError):  # a lease ran out: look again
-        await asyncio.wait_for(event.wait(), timeout)
+        # asyncio.timeout, not wait_for: on 3.11 wait_for can lose a cancellation that
+        # arrives as the event is set (a close that then waits for ever).
+        async with asyncio.timeout(timeout):
+            await event.wait()

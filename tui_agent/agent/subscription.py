@@ -152,7 +152,8 @@ class ThreadSubscription:
         seems live, at most ``REAP_EVERY_S`` (the caller looks for a dead owner)."""
         timeout = REAP_EVERY_S if self._active_run_id else None
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: see agent/rescuer.py's _wait
+                await self._wake.wait()
 
     def _track(self, event: dict[str, Any]) -> None:
         if event["type"] == START:

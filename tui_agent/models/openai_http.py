@@ -475,7 +475,8 @@ async def _wait_unless_aborted(seconds: float, abort: asyncio.Event | None) -> b
         await asyncio.sleep(seconds)
         return True
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(abort.wait(), seconds)
+        async with asyncio.timeout(seconds):  # not wait_for: see agent/rescuer.py's _wait
+            await abort.wait()
     return not abort.is_set()
 
 

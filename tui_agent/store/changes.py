@@ -96,7 +96,8 @@ class ChangeWatch:
     async def wait(self, timeout: float | None = None) -> bool:
         """Until a change (True, and the event is cleared) or ``timeout`` seconds (False)."""
         try:
-            await asyncio.wait_for(self.event.wait(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: see agent/rescuer.py's _wait
+                await self.event.wait()
         except TimeoutError:
             return False
         self.event.clear()
