@@ -306,6 +306,15 @@ def _visible(prompt: str) -> str:
 async def run_chat(args: argparse.Namespace) -> int:
     console = make_console()
     agent = build_agent(args)
+    try:
+        return await _chat(args, agent, console)
+    except BaseException:  # refused or failed before the chat's own shutdown: close first, or
+        await agent.close(timeout=5)  # the store's worker thread dies noisily at exit
+        await agent.memory.store.close()
+        raise
+
+
+async def _chat(args: argparse.Namespace, agent: Any, console: Console) -> int:
     console.print(
         Text.assemble(
             ("tui-agent chat", "bold"),

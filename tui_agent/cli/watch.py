@@ -19,11 +19,12 @@ async def run_watch(args: argparse.Namespace) -> int:
     try:
         await check_thread(agent.memory, args, may_create=args.wait,
                            hint="add --wait to wait for it")
-    except BaseException:
+        agent.runtime.host()  # it answers what others leave on the store's threads (issue 21)
+        sub = await agent.subscribe_to_thread(resource_id=args.resource, thread_id=args.thread)
+    except BaseException:  # refused (another resource's thread): close before the one line,
+        await agent.close()  # or the store's worker thread dies noisily at exit
         await agent.memory.store.close()
         raise
-    agent.runtime.host()  # it answers what others leave on the store's threads (issue 21)
-    sub = await agent.subscribe_to_thread(resource_id=args.resource, thread_id=args.thread)
     console = make_console()
     # The header goes to stderr, so stdout is only the stream (pure JSON lines with --json);
     # it is printed once subscribed, so a script may wait for it before sending.
