@@ -96,10 +96,14 @@ def send(
     if_active: Any = None,
     if_idle: Any = None,
 ) -> SignalReceipt:
-    sent: Signal | PlainText
-    if kind != "signal" and type(message) is str:  # most of what is sent: its Signal can wait
-        sent = PlainText.of(message)
-    else:
+    sent: Signal | PlainText | None = None
+    given = cast(object, message)  # the caller's: narrowed by its type here
+    if type(given) is str:  # most of what is sent: its Signal can wait
+        if kind != "signal":
+            sent = PlainText.of(given)
+    elif kind == "signal" and type(given) is dict:  # a typed dict's can wait too
+        sent = PlainText.of_signal_dict(cast("dict[Any, Any]", given))
+    if sent is None:
         sent = normalize_signal(message) if kind == "signal" else normalize_message(message)
     target = parse_target(run_id, resource_id, thread_id)
     active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)

@@ -35,7 +35,8 @@ def branch_records(
     built once. A ``PlainText`` (only for branches without attributes) is written as its JSON
     without a Signal (:func:`plain_text_in`)."""
     if isinstance(sent, PlainText):
-        record = plain_text_in(sent.id, "user", sent.text, sent.created_json)
+        record = plain_text_in(
+            sent.id, sent.tag_name, sent.text, sent.created_json, sent.type, sent.attributes)
         return record, record
     when_active = signal_in(sent, active_attributes)
     if active_attributes == idle_attributes:
@@ -116,17 +117,23 @@ def plain_signal_in(signal: Signal) -> SignalIn:
     return plain_text_in(signal.id, signal.tag_name, text, created)
 
 
-def plain_text_in(signal_id: str, tag_name: str, text: str, created: str) -> SignalIn:
-    """:func:`plain_signal_in` from the fields of a plain text message (a ``PlainText`` sent
-    needs no Signal for it), ``created`` its time as pydantic writes it in JSON."""
+def plain_text_in(
+    signal_id: str, tag_name: str, text: str, created: str, signal_type: str = "user",
+    attributes: dict[str, Any] | None = None,
+) -> SignalIn:
+    """:func:`plain_signal_in` from the fields of a signal of one string (a ``PlainText`` sent
+    needs no Signal for it), ``created`` its time as pydantic writes it in JSON; ``attributes``
+    (a typed ``send_signal`` dict's) are plain scalars already checked, stored merged as any
+    signal's are (a None value is left out)."""
+    attributes_json = _dumps_strict(merge_checked(attributes, {})) if attributes else "{}"
     data_json = (
-        f'{{"id":{_json_str(signal_id)},"type":"user","tag_name":{_json_str(tag_name)},'
-        f'"contents":{_json_str(text)},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
-        f'"created_at":"{created}"}}'
+        f'{{"id":{_json_str(signal_id)},"type":"{signal_type}","tag_name":{_json_str(tag_name)},'
+        f'"contents":{_json_str(text)},"attributes":{attributes_json},"metadata":{{}},'
+        f'"provider_options":{{}},"created_at":"{created}"}}'
     )
     # Only the JSON: the store writes it as it is, and renders the model message from it when
     # read. Its data and message are made from it if someone asks (the memoryless path).
-    return SignalIn(signal_id, "user", None, None, data_json, derived_message=True)
+    return SignalIn(signal_id, signal_type, None, None, data_json, derived_message=True)
 
 
 def model_message_of(data: dict[str, Any]) -> dict[str, Any]:
