@@ -299,11 +299,14 @@ def _idle_behavior(agent: AgentCore, idle: IfIdle) -> str:
 def _decision(agent: AgentCore, result: RouteResult) -> dict[str, Any]:
     """The receipt's answer for a decision other than a wake."""
     runtime = agent.runtime
-    runtime.ensure_dispatcher()
     if result.action == "deliver":
         if result.run_id is None or runtime.run(result.run_id) is None:
+            runtime.ensure_dispatcher()
             runtime.rescue_soon()  # a run of another process, which may be dead: when to look
+        # else a live run of this process, which started the dispatcher when it started (a
+        # burst delivers hundreds into it: no check each)
         return {"action": "deliver", "run_id": result.run_id}
+    runtime.ensure_dispatcher()
     return {"action": result.action}
 
 

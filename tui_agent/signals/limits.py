@@ -222,6 +222,19 @@ def check_attributes(attributes: object, what: str = "attributes") -> dict[str, 
     return out
 
 
+# Attribute names seen valid (a burst names the same few again and again), bounded.
+_GOOD_NAMES: set[object] = set()
+
+
+def _good_name(name: object) -> bool:
+    if type(name) is not str or not NAME_RE.fullmatch(name) or name in _RESERVED_ATTRIBUTES:
+        return False
+    if len(_GOOD_NAMES) >= 4096:
+        _GOOD_NAMES.clear()
+    _GOOD_NAMES.add(name)
+    return True
+
+
 def plain_attributes(given: object) -> dict[str, Any] | None:
     """:func:`check_attributes` for the common attributes, names to plain scalars (ASCII text,
     finite numbers, booleans, None), in one loop: a copy in the same order, or None when any is
@@ -238,7 +251,7 @@ def plain_attributes(given: object) -> dict[str, Any] | None:
     max_bytes = limits.max_attribute_bytes
     int_digits = min(limits.max_int_digits, sys.get_int_max_str_digits() or sys.maxsize) - 1
     for name, value in given.items():
-        if type(name) is not str or not NAME_RE.fullmatch(name) or name in _RESERVED_ATTRIBUTES:
+        if name not in _GOOD_NAMES and not _good_name(name):
             return None
         if type(value) is str:
             if len(value) > max_bytes or not value.isascii():
