@@ -148,15 +148,16 @@ async def test_a_burst_of_queued_messages_waits_in_order_each_for_a_run_of_its_o
         ("queued", r.run_id) for r in results]
 
 
+@pytest.mark.parametrize("size", [5, 40])  # 40: PostgreSQL loads the batch with COPY
 async def test_a_bad_signal_in_a_burst_fails_alone_and_the_rest_keep_their_order(
-    store: Any,
+    store: Any, size: int,
 ) -> None:
     run_id = new_id()
     assert await store.start_run(T, R, run_id, owner="me", ttl_s=30)
     taken = new_id()
     await store.route_signal(T, R, user_signal("first", taken), if_active="deliver",
                              if_idle="wake", owner="me", ttl_s=30)
-    burst = [user_signal(f"s{i}") for i in range(5)]
+    burst = [user_signal(f"s{i}") for i in range(size)]
     burst.insert(2, user_signal("same id again", taken))  # a duplicate id: its INSERT fails
     before = commits_of(store)
 
@@ -167,10 +168,11 @@ async def test_a_bad_signal_in_a_burst_fails_alone_and_the_rest_keep_their_order
     )
 
     assert isinstance(results[2], Exception) and "unique" in str(results[2]).lower()
-    assert [r.action for i, r in enumerate(results) if i != 2] == ["deliver"] * 5
+    assert [r.action for i, r in enumerate(results) if i != 2] == ["deliver"] * size
     assert commits_of(store) - before == 1
     claimed = await store.claim_signals(T, R, run_id)
-    assert [s["message"]["content"] for s in claimed] == ["first", *(f"s{i}" for i in range(5))]
+    assert [s["message"]["content"] for s in claimed] == [
+        "first", *(f"s{i}" for i in range(size))]
 
 
 @pytest.fixture

@@ -51,6 +51,9 @@ class Statement:
     args: Args | Sequence[Args] = ()
     rows: bool = False
     many: bool = False
+    #: A ``many`` statement that only inserts its rows into (table, columns): an engine with a
+    #: bulk load may load them so (PostgreSQL's COPY: a burst's rows in one message each way).
+    copy_into: tuple[str, tuple[str, ...]] | None = None
 
 
 # What a transaction yields, what it is sent back (rows, a count, or None), what it returns.
@@ -499,6 +502,8 @@ _INSERT_SIGNAL: Final = (
     "INSERT INTO signals(id, thread_id, resource_id, type, status, run_id, message, data,"
     " created_at) VALUES (?,?,?,?,?,?,?,?,?)"
 )
+_SIGNAL_COLUMNS: Final = ("signals", (
+    "id", "thread_id", "resource_id", "type", "status", "run_id", "message", "data", "created_at"))
 _INSERT_SIGNAL_DATA: Final = "INSERT INTO signal_data(id, data) VALUES (?,?)"
 SignalRow = tuple[str, str, str, str, str, "str | None", str, str, float]
 
@@ -523,7 +528,7 @@ def write_signal_rows(
     d: Dialect, rows: list[SignalRow], spilled: list[tuple[str, str]]
 ) -> Txn[None]:
     if rows:
-        yield Statement(d.sql(_INSERT_SIGNAL), rows, many=True)
+        yield Statement(d.sql(_INSERT_SIGNAL), rows, many=True, copy_into=_SIGNAL_COLUMNS)
     if spilled:
         yield Statement(d.sql(_INSERT_SIGNAL_DATA), spilled, many=True)
 
