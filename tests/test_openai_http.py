@@ -257,6 +257,25 @@ async def test_requests_share_one_keep_alive_connection(openai_server: FakeOpenA
     assert len(set(openai_server.peers)) == 1, "each request opened its own connection"
 
 
+async def test_a_request_goes_straight_to_the_transport_with_the_client_s_headers(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22: the direct path skips ``AsyncClient.send`` (its auth, redirect, cookie and hook
+    layers cost a third of a request) and sends what the client would have sent."""
+    import httpx
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the direct path went through AsyncClient.send")
+
+    monkeypatch.setattr(httpx.AsyncClient, "send", refused)
+    assert text_of(await collect(direct(), request())) == "ok"
+    sent = openai_server.request_headers[0]
+    client_headers = dict(http_client.shared_client().headers)
+    assert sent["user-agent"] == client_headers["user-agent"]
+    assert sent["accept"] == "text/event-stream"  # the call's own win over the client's
+    assert sent["authorization"].startswith("Bearer ")
+
+
 async def test_agent_close_closes_the_idle_client(openai_server: FakeOpenAIServer) -> None:
     agent = Agent(name="wire", instructions="Be brief.", model="openai/gpt-test")
     await agent.generate("hi")
