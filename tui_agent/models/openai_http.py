@@ -209,13 +209,10 @@ class OpenAIHTTPModel:
     async def _events(
         self, response: Any, step: _Step, watchdog: _Watchdog
     ) -> AsyncIterator[ModelEvent]:
-        from httpx_sse import EventSource
-
         loads = json.loads
-        async for sse in EventSource(response).aiter_sse():
+        async for data in sse_data(response):
             watchdog.chunk()
-            data = sse.data
-            if data == "[DONE]":
+            if data == b"[DONE]":
                 step.done = True  # read on to the body's end: the connection stays reusable
                 continue
             if data:
@@ -468,6 +465,45 @@ def _tool_call_delta(call: dict[str, Any]) -> ToolCallDelta:
     fn = call.get("function") or {}
     return ToolCallDelta(call.get("index") or 0, call.get("id"), fn.get("name"),
                          fn.get("arguments") or "")
+
+
+# -- server-sent events ------------------------------------------------------------------------
+async def sse_data(response: Any) -> AsyncIterator[bytes]:
+    """The ``data`` of each server-sent event of ``response`` (its data lines joined by
+    ``\n``, as bytes: ``json.loads`` takes them as they are), read from the decoded body in as
+    few passes as the bytes came in. What httpx-sse's ``EventSource.aiter_sse`` gives for the
+    events that carry data, without its layers (text decoding, a line decoder, an event object
+    per line): on a fast stream those are most of the client's work per chunk, and a woken
+    run's first delta waits for all of them (issue 22). Comments and the ``event``, ``id`` and
+    ``retry`` fields are skipped; lines end with LF, CRLF or CR (a CR that ends a read waits for
+    the next, which may start with its LF). ``SSEError`` (httpx-sse's)
+    unless the answer is an event stream. Tested in tests/test_openai_http.py."""
+    content_type = response.headers.get("content-type", "").partition(";")[0]
+    if "text/event-stream" not in content_type:
+        from httpx_sse import SSEError
+
+        raise SSEError("Expected response header Content-Type to contain 'text/event-stream', "
+                       f"got {content_type!r}")
+    pending = b""
+    data: list[bytes] = []
+    async for chunk in response.aiter_bytes():
+        text = pending + chunk if pending else chunk
+        if b"\r" in text:
+            held = text.endswith(b"\r")  # its \n may come in the next chunk
+            text = text[:-1] if held else text
+            text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
+        *lines, pending = text.split(b"\n")
+        for line in lines:
+            if not line:
+                if data:
+                    yield data[0] if len(data) == 1 else b"\n".join(data)
+                    data = []
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
+            elif line == b"data":
+                data.append(b"")
+    # An event the body ends before its blank line is incomplete: dropped, as the spec says.
 
 
 # -- waiting, retrying, aborting ---------------------------------------------------------------
