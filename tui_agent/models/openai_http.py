@@ -1,4 +1,4 @@
-"""The direct path: OpenAI chat-completions over one shared httpx client, SSE via httpx-sse.
+"""The direct path: OpenAI chat-completions over one shared httpx client, SSE parsed here.
 
 For providers that speak the OpenAI protocol this replaces litellm's per-chunk model objects
 with ``json.loads`` on each SSE event (a tenth of the CPU per chunk; see
