@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal as signals
 import sqlite3
@@ -285,11 +286,41 @@ async def raw_httpx_ms(server: FakeOpenAIServer, wakes: int) -> float:
     return statistics.median(samples[10:]) * 1000
 
 
+async def raw_socket_ms(server: FakeOpenAIServer, wakes: int) -> float:
+    """Median ms from a POST to the first content delta over a bare asyncio socket (one
+    kept-alive connection, no HTTP library): how fast the fake server itself answers."""
+    from urllib.parse import urlparse
+
+    server.reset()
+    url = urlparse(server.base_url)
+    body = json.dumps({"model": "gpt-test", "stream": True,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    request = (f"POST {url.path}/chat/completions HTTP/1.1\r\nHost: {url.netloc}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+               ).encode() + body
+    reader, writer = await asyncio.open_connection(url.hostname, url.port)
+    samples = []
+    try:
+        for _ in range(wakes + 10):
+            start = time.perf_counter()
+            writer.write(request)
+            seen, data = False, b""
+            while not data.endswith(b"\r\n0\r\n\r\n"):  # the chunked body's end
+                data += await reader.read(65536)
+                if not seen and b'"content": "' in data.partition(b'"content": ""')[2]:
+                    samples.append(time.perf_counter() - start)
+                    seen = True
+    finally:
+        writer.close()
+    return statistics.median(samples[10:]) * 1000
+
+
 async def wake_rows(tmp: Path, wakes: int) -> list[Row]:
     mock = await wake_ms(tmp, wakes, None)
     with FakeOpenAIServer() as server:
         http = await wake_ms(tmp, wakes, server)
         floor = await raw_httpx_ms(server, wakes)
+        bare = await raw_socket_ms(server, wakes)
     return [
         ("idle wake → first delta, mock model", f"{mock:.2f} ms",
          f"{MASTRA_WAKE_MS / mock:.1f}× ahead of Mastra's {MASTRA_WAKE_MS} ms (goal ≥ 10×: "
@@ -298,6 +329,8 @@ async def wake_rows(tmp: Path, wakes: int) -> list[Row]:
          f"{MASTRA_WAKE_MS / http:.1f}× ahead of Mastra's (goal ≥ 6×: ≤ "
          f"{MASTRA_WAKE_MS / 6:.2f} ms)"),
         ("  floor: raw httpx, same server", f"{floor:.2f} ms", "POST → first content delta"),
+        ("  the server alone: a bare socket", f"{bare:.2f} ms",
+         "POST → first content delta, no HTTP library (what httpx adds is the rest)"),
     ]
 
 

@@ -221,19 +221,29 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _stream(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
+        """Stream the reply as SSE, one chunk of the chunked body per event. Writes are held
+        in ``_pending`` and sent together where a real provider's would be: the headers with
+        the first events (up to the first delta, then flushed at once), the rest as soon as
+        they are made unless paced (``rate``) or held, when each goes out on its own. One
+        segment instead of one per event: the client reads the first delta in one wake."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self._headers_buffer.append(b"\r\n")  # end_headers, without its flush: sent below
+        self._pending = [b"".join(self._headers_buffer)]
+        self._headers_buffer = []
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         rate = float(reply.get("rate") or 0)
         started = time.monotonic()
         try:
             for i, event in enumerate(_sse_events(body, reply, include_usage)):
                 if rate:  # on a schedule, so a late chunk does not delay the ones after it
+                    self._flush()
                     time.sleep(max(0.0, started + i / rate - time.monotonic()))
                 self._write_chunk(f"data: {event}\n\n".encode())
+                if i == 1 or rate:
+                    self._flush()  # the first delta goes out at once (and each paced one)
                 if i == 1 and reply.get("hold") is True and not self._hold():
                     return  # after the role chunk and one delta; the client hung up
                 if i == 1 and reply.get("cut"):
@@ -241,12 +251,17 @@ class _Handler(BaseHTTPRequestHandler):
                     return
             self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")  # end of the chunked body
+            self._flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client closed the stream (abort)
 
     def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
+        self._pending.append(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _flush(self) -> None:
+        if self._pending:
+            data, self._pending = b"".join(self._pending), []
+            self.wfile.write(data)
 
 
 def _error_body(status: int, message: str) -> dict[str, Any]:

@@ -365,6 +365,26 @@ class StoreContract:
         none, nothing = await store.claim_with_history(T, R, woke.run_id, last_messages=0)
         assert none == [] and nothing == []
 
+    async def test_claim_wake_claims_and_reads_what_the_plan_needs(self, store: Store) -> None:
+        await store.ensure_thread(T, R, metadata={"model": "openai/gpt-x"})
+        await store.append(T, R, messages=[MessageIn("user", "old")])
+        await store.set_agent_overrides("agent-w", {"instructions": "edited"})
+        woke = await self._route(store, "new")
+        assert woke.run_id is not None
+        start = await store.claim_wake(T, R, woke.run_id, last_messages=5, agent_id="agent-w")
+        assert [m.content for m in start.history] == ["old"]
+        assert [s["message"]["content"] for s in start.taken] == ["new"]
+        assert start.thread_model == "openai/gpt-x"
+        assert start.overrides == {"instructions": "edited"}
+        bare = await store.claim_wake(T, R, woke.run_id, last_messages=0, agent_id="nobody")
+        assert (bare.history, bare.taken, bare.overrides) == ([], [], None)
+        assert (await store.claim_wake(T, R, woke.run_id, last_messages=0)).overrides is None
+        with pytest.raises(LeaseLostError):  # fenced: nothing is taken by a stale run
+            await store.claim_wake(T, R, "not-the-lease-holder", last_messages=5)
+        await store.update_thread(T, metadata={"model": None})
+        plain = await store.claim_wake(T, R, woke.run_id, last_messages=0)
+        assert plain.thread_model is None
+
     async def test_a_live_run_is_never_rescued(self, store: Store) -> None:
         await self._route(store, "one")
         assert await store.stranded_threads() == []

@@ -257,6 +257,25 @@ async def test_requests_share_one_keep_alive_connection(openai_server: FakeOpenA
     assert len(set(openai_server.peers)) == 1, "each request opened its own connection"
 
 
+async def test_a_request_goes_straight_to_the_transport_with_the_client_s_headers(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22: the direct path skips ``AsyncClient.send`` (its auth, redirect, cookie and hook
+    layers cost a third of a request) and sends what the client would have sent."""
+    import httpx
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the direct path went through AsyncClient.send")
+
+    monkeypatch.setattr(httpx.AsyncClient, "send", refused)
+    assert text_of(await collect(direct(), request())) == "ok"
+    sent = openai_server.request_headers[0]
+    client_headers = dict(http_client.shared_client().headers)
+    assert sent["user-agent"] == client_headers["user-agent"]
+    assert sent["accept"] == "text/event-stream"  # the call's own win over the client's
+    assert sent["authorization"].startswith("Bearer ")
+
+
 async def test_agent_close_closes_the_idle_client(openai_server: FakeOpenAIServer) -> None:
     agent = Agent(name="wire", instructions="Be brief.", model="openai/gpt-test")
     await agent.generate("hi")
@@ -407,3 +426,42 @@ async def test_a_cancelled_caller_stays_cancelled_while_an_abort_closes_the_requ
     release.set()
     with pytest.raises(asyncio.CancelledError):
         await caller
+
+
+# -- server-sent events ------------------------------------------------------------------------
+class _Body:
+    """A response as ``sse_data`` reads it: headers and the decoded body in given pieces."""
+
+    def __init__(self, pieces: list[bytes], content_type: str = "text/event-stream") -> None:
+        self.headers = {"content-type": content_type}
+        self.pieces = pieces
+
+    async def aiter_bytes(self) -> Any:
+        for piece in self.pieces:
+            yield piece
+
+
+async def sse(pieces: list[bytes]) -> list[bytes]:
+    return [data async for data in openai_http.sse_data(_Body(pieces))]
+
+
+async def test_server_sent_events_are_split_as_the_spec_says_wherever_the_reads_end() -> None:
+    body = (b": a comment\r\nevent: delta\r\nid: 7\r\ndata: {\"a\": 1}\r\n\r\n"
+            b"data:first\ndata: second\n\nretry: 10\ndata\n\n"
+            b"data: [DONE]\r\rdata: cut off")
+    whole = await sse([body])
+    assert whole == [b'{"a": 1}', b"first\nsecond", b"", b"[DONE]"]  # the last is incomplete
+    for size in (1, 2, 3, 5, 7):
+        pieces = [body[i:i + size] for i in range(0, len(body), size)]
+        assert await sse(pieces) == whole, size
+
+
+async def test_an_answer_that_is_not_an_event_stream_is_refused_by_its_content_type() -> None:
+    from httpx_sse import SSEError
+
+    with pytest.raises(SSEError, match="text/event-stream"):
+        await sse_of_json()
+
+
+async def sse_of_json() -> list[bytes]:
+    return [data async for data in openai_http.sse_data(_Body([b"{}"], "application/json"))]

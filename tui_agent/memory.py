@@ -32,6 +32,7 @@ from tui_agent.store.records import (
     MessageIn,
     MessageRecord,
     ThreadRecord,
+    WakeStart,
 )
 from tui_agent.store.url import open_store
 
@@ -283,6 +284,20 @@ class Memory(StateLanesMixin, InboxMixin):
         records, taken = await self.store.claim_with_history(
             thread_id, resource_id, run_id, last_messages=limit)
         return to_model_messages(records), taken
+
+
+    async def wake_start(
+        self, thread_id: str, resource_id: str, run_id: str, last_messages: int | None = None,
+        *, agent_id: str | None = None,
+    ) -> tuple[list[dict[str, Any]], WakeStart]:
+        """:meth:`history_and_signals` with what a woken run's plan reads of the store (the
+        thread's model, ``agent_id``'s stored editor overrides), in one store transaction
+        (``Store.claim_wake``): the only round trip between a wake and its model call. The
+        history as the model gets it (``to_model_messages``), and the store's record."""
+        limit = self.last_messages if last_messages is None else last_messages
+        start = await self.store.claim_wake(
+            thread_id, resource_id, run_id, last_messages=limit, agent_id=agent_id)
+        return to_model_messages(start.history), start
 
 
 def to_model_messages(records: list[MessageRecord]) -> list[dict[str, Any]]:

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from tui_agent.memory import Memory
     from tui_agent.models.base import LanguageModel
     from tui_agent.store.contract import Store
+    from tui_agent.store.records import WakeStart
 
 class Agent:
     def __init__(
@@ -286,8 +287,14 @@ class Agent:
             )
         self.runtime.ensure_dispatcher()
 
-    async def _plan(self, options: RunOptions, input_messages: list[dict[str, Any]]) -> RunPlan:
-        """Resolve everything a run needs; bad input raises here, before any model call."""
+    async def _plan(
+        self, options: RunOptions, input_messages: list[dict[str, Any]],
+        known: WakeStart | None = None,
+    ) -> RunPlan:
+        """Resolve everything a run needs; bad input raises here, before any model call.
+        ``known``: what a woken run's start read already (``Store.claim_wake``: the thread's
+        model, the stored overrides), read in its claim's transaction instead of two more round
+        trips (the runtime passes it only for this agent's own memory)."""
         context = options.request_context
         self._validate_request_context(context)
         memory = self.memory
@@ -297,8 +304,16 @@ class Agent:
             raise ConfigError(
                 "memory option given but the agent has no memory: Agent(memory=Memory(...))"
             )
-        model = await self._resolve_model(context, await _thread_model(memory, options))
-        edits = await self._stored_overrides(memory)  # the editor's, stored per agent
+        if known is None:
+            chosen = await _thread_model(memory, options)
+            stored = await self._read_overrides(memory)
+        else:
+            chosen = known.thread_model
+            if chosen is not None:
+                validate_model_spec(chosen)
+            stored = known.overrides or {}
+        model = await self._resolve_model(context, chosen)
+        edits = self._allowed_overrides(stored)  # the editor's, stored per agent
         instructions = edits.get("instructions", self.instructions)
         if options.instructions is not None:  # the call's own wins
             instructions = options.instructions
@@ -476,11 +491,16 @@ class Agent:
             )
         return self.memory.store
 
-    async def _stored_overrides(self, memory: Memory | None) -> dict[str, Any]:
-        """What is stored for this agent, narrowed to what ``editor=`` allows now."""
+    async def _read_overrides(self, memory: Memory | None) -> dict[str, Any]:
+        """What is stored for this agent ({} when ``editor=False``: nothing is read)."""
         if memory is None or self.editor is False:
             return {}
-        stored: dict[str, Any] = await memory.store.get_agent_overrides(self.id) or {}
+        return await memory.store.get_agent_overrides(self.id) or {}
+
+    def _allowed_overrides(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """What is stored for this agent, narrowed to what ``editor=`` allows now."""
+        if self.editor is False or not stored:
+            return {}
         allowed: dict[str, Any] = {}
         if "instructions" in stored and self.editor.get("instructions", False):
             allowed["instructions"] = stored["instructions"]

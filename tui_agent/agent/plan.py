@@ -37,6 +37,13 @@ class RunPlan:
     #: A run that goes on for a parked one whose owner died: the answered calls it executes
     #: first (``store/approvals.py``), before its first model step.
     resume: list[ApprovalRecord] | None = None
+    #: A woken run whose start was claimed with its plan's reads (``Store.claim_wake``): the
+    #: thread's history as the model gets it and the signals taken; its intake starts from
+    #: these instead of a round trip of its own.
+    started: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+    #: The plan waited after that claim (other tasks ran): the signals sent meanwhile are
+    #: taken before the first model call too.
+    started_late: bool = False
 
 
 @dataclass(frozen=True, slots=True)

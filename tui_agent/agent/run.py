@@ -137,7 +137,8 @@ class Run:
             self.emit_start()
             self.messages = await self._intake.start(
                 self.plan.system, self.plan.input_messages, self.options.last_messages,
-                take_signals=self.plan.resume is None)
+                take_signals=self.plan.resume is None, started=self.plan.started,
+                started_late=self.plan.started_late)
             if self.memory is not None and self.thread_id:
                 watcher = asyncio.get_running_loop().create_task(watch_lease(
                     self.memory, self.thread_id, self.run_id, self.deps.host.owner,

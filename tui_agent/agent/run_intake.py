@@ -43,11 +43,23 @@ class RunIntake:
     async def start(
         self, system: list[dict[str, Any]], inputs: list[dict[str, Any]],
         last_messages: int | None, *, take_signals: bool = True,
+        started: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+        started_late: bool = False,
     ) -> list[dict[str, Any]]:
         """The run's first messages: its system messages, the thread's history, the inputs
         (stored and echoed, with memory), then the pending signals (unless not
-        ``take_signals``: a run going on for a parked one takes them after its tool calls)."""
+        ``take_signals``: a run going on for a parked one takes them after its tool calls).
+        ``started``: a woken run's history and signals, claimed before it started
+        (``RunPlan.started``): nothing more is read, unless ``started_late`` (its plan waited
+        after the claim): then the signals sent meanwhile are taken too."""
         messages = list(system)
+        if started is not None:
+            history, taken = started
+            messages += history
+            self._took(messages, taken)
+            if started_late:
+                await self.take_signals(messages)
+            return messages
         model_inputs = [model_input(m) for m in inputs]  # user text neutralised, as signals'
         memory, log = self._memory, self._log
         if memory is None or log is None:

@@ -46,14 +46,14 @@ from tui_agent.hosts import HostLock, register
 from tui_agent.notifications.dispatcher import ensure_dispatcher, stop_dispatcher
 from tui_agent.notifications.ports import DispatcherHandle
 from tui_agent.store.changes import ChangeFeed, ChangeWatch
-from tui_agent.store.records import ApprovalRecord, EventIn
+from tui_agent.store.records import ApprovalRecord, EventIn, WakeStart
 
 # One lease owner per process: a run's lease names the process that runs it.
 PROCESS_OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 log = logging.getLogger(__name__)
 
-Planner = Callable[[RunOptions, list[dict[str, Any]]], Awaitable[RunPlan]]
+Planner = Callable[[RunOptions, list[dict[str, Any]], WakeStart | None], Awaitable[RunPlan]]
 
 
 class ThreadRuntime:
@@ -141,20 +141,39 @@ class ThreadRuntime:
         calls it executes first). Its input is the thread's pending signals. If it cannot
         even start (a misconfigured agent), the lease is released and the run marked failed."""
         agent = self.agent
+        memory = agent.memory
         options = wake_options(stream_options, resource_id, thread_id, run_id)
         if resume and resume[0].options.get("require_tool_approval"):
             options["require_tool_approval"] = True  # as the run it goes on for was asked
+        took = False  # the run's start was claimed: its signals are taken
         try:
             defaults = await agent.resolve_default_options(options.get("request_context"))
             run_options = parse_run_options(options, defaults, agent.hooks)
-            plan = await self._plan(run_options, [])
+            known, history = None, []
+            wake_start = getattr(memory, "wake_start", None)  # a memory-like object: none
+            if resume is None and wake_start is not None:
+                # One round trip to the model call: history, signals and what the plan reads.
+                # Cancelled while it is under way, it may have committed all the same.
+                took = True
+                history, known = await wake_start(
+                    thread_id, resource_id, run_id, run_options.last_messages,
+                    agent_id=agent.id)
+                took = bool(known.taken)
+            waited = _Waited(asyncio.get_running_loop())
+            plan = await self._plan(run_options, [], known)
             plan.resume = resume
+            if known is not None:
+                plan.started = (history, known.taken)
+                # A plan that waited (a model or instructions function, say) let sends in
+                # after the claim: the run takes them before its first call, as it would have.
+                plan.started_late = waited.done()
         except BaseException as error:
-            assert agent.memory is not None
+            assert memory is not None
             message = f"{type(error).__name__}: {error}"
-            # Cancelled (the process is exiting): its signals wait for a live process.
+            # Cancelled (the process is exiting): its signals wait for a live process (taken
+            # already: a marker says they are owed an answer, as a run cut short leaves).
             cancelled = isinstance(error, asyncio.CancelledError)
-            await agent.memory.store.finish_run(
+            await memory.store.finish_run(
                 thread_id,
                 resource_id,
                 run_id,
@@ -164,6 +183,7 @@ class ThreadRuntime:
                 error=message,
                 force=True,
                 keep_pending=cancelled,
+                resume=cancelled and took,
                 events=[EventIn(ERROR, {"error": message, "finish_reason": "error"}, run_id)],
             )
             raise
@@ -365,6 +385,24 @@ class ThreadRuntime:
                 break
             await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
         return aborted
+
+
+class _Waited:
+    """Whether the event loop went round since it was made: the awaits in between suspended,
+    so other tasks (a send routing into the run) may have run meanwhile."""
+
+    __slots__ = ("_handle", "_went")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._went = False
+        self._handle = loop.call_soon(self._round)
+
+    def _round(self) -> None:
+        self._went = True
+
+    def done(self) -> bool:
+        self._handle.cancel()
+        return self._went
 
 
 _FIRST_PRUNE = 256  # tracked futures kept before the done ones are dropped (see track)

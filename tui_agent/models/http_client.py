@@ -18,6 +18,9 @@ import weakref
 from typing import Any
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+# The transport under each loop's client, and the headers the client adds to a request.
+_transports: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, dict[str, str]]] = (
+    weakref.WeakKeyDictionary())
 _open_streams: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = (
     weakref.WeakKeyDictionary())
 
@@ -35,10 +38,33 @@ def shared_client() -> Any:
         # idle connections for several panes streaming from one provider at once.
         limits = httpx.Limits(max_connections=100, max_keepalive_connections=20,
                               keepalive_expiry=30.0)
-        client = httpx.AsyncClient(transport=asyncio_transport(limits), limits=limits,
-                                   follow_redirects=False)
+        transport = asyncio_transport(limits)
+        client = httpx.AsyncClient(transport=transport, limits=limits, follow_redirects=False)
         _clients[loop] = client
+        _transports[loop] = (transport, dict(client.headers))
     return client
+
+
+async def send_streaming(method: str, url: Any, *, content: bytes, headers: dict[str, str],
+                         timeout: Any) -> Any:
+    """A request on the running loop's shared connections, its response streaming (the caller
+    reads it, then closes it), as ``client.send(client.build_request(...), stream=True)`` sends
+    it — the client's default headers under ``headers``, ``timeout`` an ``httpx.Timeout`` — but
+    straight to the client's transport: ``AsyncClient.send``'s layers (auth, redirects, cookies,
+    event hooks; the direct path uses none of them) cost a third of a request's client-side
+    time on a kept-alive connection (issue 22, ``benchmarks/bench_signal_speed.py``). Errors
+    are the transport's (``httpx.TransportError`` and its kinds), as through the client."""
+    import httpx
+
+    client = shared_client()
+    transport, defaults = _transports[asyncio.get_running_loop()]
+    request = httpx.Request(method, url, content=content, headers={**defaults, **headers},
+                            extensions={"timeout": timeout.as_dict()})
+    if client.is_closed:
+        raise RuntimeError("the shared HTTP client was closed")
+    response = await transport.handle_async_request(request)
+    response.request = request
+    return response
 
 
 def stream_opened() -> None:
@@ -59,5 +85,6 @@ async def close_shared_client(*, force: bool = False) -> bool:
     if client is None or (_open_streams.get(loop, 0) and not force):
         return False
     del _clients[loop]
+    _transports.pop(loop, None)
     await client.aclose()
     return True

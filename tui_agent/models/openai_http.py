@@ -1,4 +1,4 @@
-"""The direct path: OpenAI chat-completions over one shared httpx client, SSE via httpx-sse.
+"""The direct path: OpenAI chat-completions over one shared httpx client, SSE parsed here.
 
 For providers that speak the OpenAI protocol this replaces litellm's per-chunk model objects
 with ``json.loads`` on each SSE event (a tenth of the CPU per chunk; see
@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import json
 import os
 import random
@@ -34,7 +35,7 @@ from typing import Any, Protocol, TypeVar
 
 from tui_agent.errors import ConfigError, MissingCredentialError, ModelCallError, TuiAgentError
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
-from tui_agent.models.http_client import shared_client, stream_closed, stream_opened
+from tui_agent.models.http_client import send_streaming, stream_closed, stream_opened
 from tui_agent.models.redaction import call_secrets, header_secrets, redact
 from tui_agent.models.request_options import (
     lifted_options,
@@ -95,14 +96,21 @@ DEFAULT_TIMEOUTS = Timeouts()
 
 @dataclass(slots=True)
 class _Call:
-    """One request, ready to send; ``secrets`` are what an error message must not show."""
+    """One request, ready to send; :meth:`secrets` are what an error message must not show."""
 
     url: str
     body: bytes
     headers: dict[str, str]
     timeouts: Timeouts
     max_retries: int
-    secrets: list[str] = field(default_factory=list)
+    #: The call's options and key, from which :meth:`secrets` are found (only for an error:
+    #: finding them reads the whole environment).
+    credentials: dict[str, Any] = field(default_factory=dict[str, Any])
+
+    def secrets(self) -> list[str]:
+        found = call_secrets(self.credentials)
+        return sorted({*found, *(s for s in header_secrets(self.headers) if len(s) >= 8)},
+                      key=len, reverse=True)
 
 
 class OpenAIHTTPModel:
@@ -136,6 +144,7 @@ class OpenAIHTTPModel:
         self._option_keys = option_keys(prefix, self._provider, name)
         self._timeouts = timeouts
         self._max_retries = max_retries
+        self._parsed_url: tuple[str, Any] | None = None  # see _url
 
     @property
     def model_id(self) -> str:
@@ -200,13 +209,10 @@ class OpenAIHTTPModel:
     async def _events(
         self, response: Any, step: _Step, watchdog: _Watchdog
     ) -> AsyncIterator[ModelEvent]:
-        from httpx_sse import EventSource
-
         loads = json.loads
-        async for sse in EventSource(response).aiter_sse():
+        async for data in sse_data(response):
             watchdog.chunk()
-            data = sse.data
-            if data == "[DONE]":
+            if data == b"[DONE]":
                 step.done = True  # read on to the body's end: the connection stays reusable
                 continue
             if data:
@@ -229,9 +235,6 @@ class OpenAIHTTPModel:
         body = self._body(options, request, call_options.get("extra_body"))
         api_key = self._api_key or call_options.get("api_key") or self._env_key()
         headers = self._request_headers(api_key, call_options)
-        secrets = call_secrets({**call_options, "api_key": api_key or ""})
-        secrets = sorted({*secrets, *(s for s in header_secrets(headers) if len(s) >= 8)},
-                         key=len, reverse=True)
         retries = call_options.get("max_retries", call_options.get("num_retries"))
         return _Call(
             url=self._base_url(call_options) + "/chat/completions",
@@ -239,7 +242,7 @@ class OpenAIHTTPModel:
             headers=headers,
             timeouts=self._timeouts.updated(call_options.get("timeout")),
             max_retries=self._max_retries if retries is None else max(0, int(retries)),
-            secrets=secrets,
+            credentials={**call_options, "api_key": api_key or ""},
         )
 
     def _body(self, options: dict[str, Any], request: ModelRequest, extra: Any) -> dict[str, Any]:
@@ -284,14 +287,14 @@ class OpenAIHTTPModel:
         None if ``abort`` is set first."""
         import httpx
 
-        client = shared_client()
-        timeout = httpx.Timeout(call.timeouts.first_byte, connect=call.timeouts.connect)
+        timeout = _httpx_timeout(call.timeouts)
+        url = self._url(call.url)
         for attempt in range(call.max_retries + 1):
             last = attempt == call.max_retries
-            sent = client.build_request("POST", call.url, content=call.body,
-                                        headers=call.headers, timeout=timeout)
+            sent = send_streaming("POST", url, content=call.body, headers=call.headers,
+                                  timeout=timeout)
             try:
-                response = await _until_abort(client.send(sent, stream=True), abort)
+                response = await _until_abort(sent, abort)
             except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout) as exc:
                 # No answer: the connection failed, or a kept-alive one the server had closed
                 # meanwhile (that one is retried at once: a new connection will do).
@@ -314,6 +317,15 @@ class OpenAIHTTPModel:
             raise _HTTPStatusFailure(response.status_code, _error_detail(response))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    def _url(self, url: str) -> Any:
+        """``url`` parsed once (an ``httpx.URL``): a model posts to one URL, call after call."""
+        parsed = self._parsed_url
+        if parsed is None or parsed[0] != url:
+            import httpx
+
+            parsed = self._parsed_url = (url, httpx.URL(url))
+        return parsed[1]
+
     # -- errors ------------------------------------------------------------------------------
     def _error(self, exc: Exception, call: _Call, *, started: bool = False) -> Exception:
         if isinstance(exc, _HTTPStatusFailure):
@@ -328,10 +340,19 @@ class OpenAIHTTPModel:
             detail = _transport_detail(exc, call.timeouts, started)
         else:
             return exc
-        detail = redact(detail, call.secrets)
+        detail = redact(detail, call.secrets())
         where = f"HTTP {status}" if status is not None else "no response"
         return ModelCallError(f"model {self._model_id!r} failed ({kind}, {where}): {detail}",
                               status_code=status, model=self._model_id)
+
+
+@functools.lru_cache(maxsize=64)
+def _httpx_timeout(timeouts: Timeouts) -> Any:
+    """The httpx timeout of a call's :class:`Timeouts` (reads: the first byte; the watchdog
+    takes the body's over), made once per distinct value."""
+    import httpx
+
+    return httpx.Timeout(timeouts.first_byte, connect=timeouts.connect)
 
 
 class _Watchdog:
@@ -444,6 +465,45 @@ def _tool_call_delta(call: dict[str, Any]) -> ToolCallDelta:
     fn = call.get("function") or {}
     return ToolCallDelta(call.get("index") or 0, call.get("id"), fn.get("name"),
                          fn.get("arguments") or "")
+
+
+# -- server-sent events ------------------------------------------------------------------------
+async def sse_data(response: Any) -> AsyncIterator[bytes]:
+    """The ``data`` of each server-sent event of ``response`` (its data lines joined by
+    ``\n``, as bytes: ``json.loads`` takes them as they are), read from the decoded body in as
+    few passes as the bytes came in. What httpx-sse's ``EventSource.aiter_sse`` gives for the
+    events that carry data, without its layers (text decoding, a line decoder, an event object
+    per line): on a fast stream those are most of the client's work per chunk, and a woken
+    run's first delta waits for all of them (issue 22). Comments and the ``event``, ``id`` and
+    ``retry`` fields are skipped; lines end with LF, CRLF or CR (a CR that ends a read waits for
+    the next, which may start with its LF). ``SSEError`` (httpx-sse's)
+    unless the answer is an event stream. Tested in tests/test_openai_http.py."""
+    content_type = response.headers.get("content-type", "").partition(";")[0]
+    if "text/event-stream" not in content_type:
+        from httpx_sse import SSEError
+
+        raise SSEError("Expected response header Content-Type to contain 'text/event-stream', "
+                       f"got {content_type!r}")
+    pending = b""
+    data: list[bytes] = []
+    async for chunk in response.aiter_bytes():
+        text = pending + chunk if pending else chunk
+        if b"\r" in text:
+            held = text.endswith(b"\r")  # its \n may come in the next chunk
+            text = text[:-1] if held else text
+            text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
+        *lines, pending = text.split(b"\n")
+        for line in lines:
+            if not line:
+                if data:
+                    yield data[0] if len(data) == 1 else b"\n".join(data)
+                    data = []
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
+            elif line == b"data":
+                data.append(b"")
+    # An event the body ends before its blank line is incomplete: dropped, as the spec says.
 
 
 # -- waiting, retrying, aborting ---------------------------------------------------------------

@@ -69,6 +69,7 @@ class ComposedStore:
     rescue_stranded = Door("log_writes", LogWrites.rescue_stranded)
     claim_signals = Door("log_writes", LogWrites.claim_signals)
     claim_with_history = Door("log_writes", LogWrites.claim_with_history)
+    claim_wake = Door("log_writes", LogWrites.claim_wake)
 
     # -- runs, leases and waiting signals, read; scores and overrides --
     active_run = Door("runs", RunReads.active_run)

@@ -61,6 +61,7 @@ from tui_agent.store.records import (
     StateLaneVersion,
     ThreadArchive,
     ThreadRecord,
+    WakeStart,
 )
 
 NotificationCursor = tuple[float, int]  # opaque to callers: pass back what the store returned
@@ -382,6 +383,15 @@ class SignalRouting(Protocol):
         call): the thread's last ``last_messages`` messages, oldest first (as
         :meth:`list_messages`), then every pending signal taken (as :meth:`claim_signals`).
         Fenced."""
+        ...
+
+    async def claim_wake(
+        self, thread_id: str, resource_id: str, run_id: str, *, last_messages: int,
+        agent_id: str | None = None,
+    ) -> WakeStart:
+        """A woken run's only round trip before its model call: :meth:`claim_with_history`,
+        and in the same transaction the thread's chosen model (its metadata's ``model``) and
+        the editor overrides stored for ``agent_id`` (what its plan reads). Fenced."""
         ...
 
     async def has_pending_signals(self, thread_id: str) -> bool: ...

@@ -13,9 +13,10 @@ and stay with each store. Checked by the contract suite on both stores.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, TypeVar, TypeVarTuple
+from typing import Any, Protocol, TypeVar, TypeVarTuple, cast
 
 import tui_agent.store.writes as writes
+from tui_agent.store.codec import loads
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.reads import LogReads, RunReads
 from tui_agent.store.records import (
@@ -24,6 +25,7 @@ from tui_agent.store.records import (
     MessageIn,
     MessageRecord,
     ThreadRecord,
+    WakeStart,
     message_record,
 )
 from tui_agent.store.writes import Txn
@@ -181,6 +183,24 @@ class LogWrites:
         if taken:
             self.writer.notify(thread_id)
         return [message_record(row) for row in reversed(rows)], taken
+
+    async def claim_wake(
+        self, thread_id: str, resource_id: str, run_id: str, *, last_messages: int,
+        agent_id: str | None = None,
+    ) -> WakeStart:
+        """A woken run's start in one transaction: :meth:`claim_with_history`, with the thread's
+        chosen model and ``agent_id``'s stored editor overrides read in it too. Fenced."""
+        rows, taken, metadata, overrides = await self.writer.run_write(
+            thread_id, writes.claim_wake, thread_id, resource_id, run_id, last_messages,
+            agent_id)
+        if taken:
+            self.writer.notify(thread_id)
+        meta: Any = loads(metadata) if metadata else None
+        model = cast("dict[str, Any]", meta).get("model") if isinstance(meta, dict) else None
+        return WakeStart(
+            [message_record(row) for row in reversed(rows)], taken,
+            model if isinstance(model, str) and model else None,
+            None if overrides is None else loads(overrides))
 
     async def claim_signals(
         self, thread_id: str, resource_id: str, run_id: str, *,

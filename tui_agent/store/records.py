@@ -268,6 +268,19 @@ class RouteResult:
 
 
 @dataclass(slots=True)
+class WakeStart:
+    """What ``Store.claim_wake`` gives a woken run: its history (oldest first), the signals it
+    took, and what its plan would otherwise read of the store, each its own round trip: the
+    thread's model (its metadata's ``model``; None: the agent's) and the editor's overrides
+    stored for the agent (None: none)."""
+
+    history: list[MessageRecord]
+    taken: list[dict[str, Any]]
+    thread_model: str | None = None
+    overrides: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
 class FinishOutcome:
     finished: bool  # False: signals arrived meanwhile, the run must continue
     next_run_id: str | None = None  # a queued message starts this run (lease kept)

@@ -657,3 +657,22 @@ def claim_with_history(
             d, f"{MESSAGES} ORDER BY m.seq DESC LIMIT ?", thread_id, last_messages)
     taken = yield from take_pending(d, thread_id, resource_id, run_id, "delivered")
     return history, taken
+
+
+def claim_wake(
+    d: Dialect, thread_id: str, resource_id: str, run_id: str, last_messages: int,
+    agent_id: str | None,
+) -> Txn[tuple[list[Row], list[dict[str, Any]], str | None, str | None]]:
+    """A woken run's only transaction before its model call: :func:`claim_with_history`, plus
+    what its plan reads of the store — the thread's metadata (its chosen model) and the
+    editor's overrides stored for ``agent_id`` — as JSON texts (None: no such row). Fenced, as
+    :func:`claim_signals`: a run that lost its lease takes nothing."""
+    history, taken = yield from claim_with_history(
+        d, thread_id, resource_id, run_id, last_messages)
+    thread: list[Row] = yield _query(d, "SELECT metadata FROM threads WHERE id=?", thread_id)
+    overrides: list[Row] = []
+    if agent_id is not None:
+        overrides = yield _query(
+            d, "SELECT overrides FROM agent_overrides WHERE agent_id=?", agent_id)
+    return (history, taken, thread[0][0] if thread else None,
+            overrides[0][0] if overrides else None)
