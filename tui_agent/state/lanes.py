@@ -8,12 +8,14 @@ value. Tests: ``tests/test_state_lanes.py``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import json
 from collections.abc import Mapping
 from typing import Any
 
+from tui_agent.agent.router import check_branches, route_options, settle_routed
 from tui_agent.errors import ConfigError, SignalError
 from tui_agent.signals import (
     check_attributes,
@@ -24,10 +26,18 @@ from tui_agent.signals import (
     parse_target,
     unknown_keys_error,
 )
+from tui_agent.signals.data import IfActive, IfIdle, normalize_signal
 from tui_agent.signals.limits import check_id, check_json_value, check_limit, check_str
+from tui_agent.signals.stored import branch_records
 from tui_agent.store.codec import dumps
+from tui_agent.store.compound import nothing_after
 from tui_agent.store.contract import Store
-from tui_agent.store.records import StateLane, StateLaneVersion
+from tui_agent.store.dialect import Dialect
+from tui_agent.store.lanes import LanePut, put_lane, put_lanes
+from tui_agent.store.records import RouteResult, StateLane, StateLaneVersion
+from tui_agent.store.roles import Row
+from tui_agent.store.rows import lane_of
+from tui_agent.store.writes import RouteCall, Txn
 
 MODES: tuple[str, ...] = ("snapshot", "delta")
 _STATE_KEYS = frozenset(
@@ -247,6 +257,9 @@ async def send_state_signal(
     parse_if_idle(if_idle)
     store = memory.store
     named = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
+    compound = getattr(store, "route_compound_then", None)
+    if named.thread_id is not None and named.resource_id is not None and compound is not None:
+        return await _send_in_one_write(agent, compound, parsed, named, if_active, if_idle)
     if named.thread_id is not None and named.resource_id is not None:
         # The common send: the thread's check is in the lane's own transaction (one write,
         # no read first: a burst of state signals shares the store's group commits).
@@ -265,4 +278,77 @@ async def send_state_signal(
     )
     accepted = await receipt.accepted
     return {"skipped": False, "version": version, "lane": lane, "signal": receipt.signal,
+            "accepted": accepted, "receipt": receipt}
+
+
+class _LaneSignal:
+    """A state signal as one compound write (``tui_agent.store.compound``): the lane's new
+    version, then the signal naming that version routed, in one transaction of the store's
+    group commit (a burst of state signals: one commit). ``route`` builds the signal on the
+    store's writer, once the version is known."""
+
+    __slots__ = ("active", "idle", "options", "put", "signal", "thread_id")
+
+    def __init__(
+        self, put: LanePut, active: IfActive, idle: IfIdle,
+        options: tuple[str, str, bool, str, float, str | None], parsed: _StateIn,
+    ) -> None:
+        self.thread_id = put[0]
+        self.put, self.active, self.idle, self.options = put, active, idle, options
+        self.signal: Any = parsed  # the Signal sent, once ``route`` built it
+
+    def before(self, d: Dialect) -> Txn[Row | None]:
+        return put_lane(d, *self.put)
+
+    @staticmethod
+    def before_all(d: Dialect, calls: list[_LaneSignal]) -> Txn[list[Row | None]]:
+        return put_lanes(d, [call.put for call in calls])
+
+    def route(self, value: Row | None) -> RouteCall | None:
+        if value is None:
+            return None  # unchanged: nothing sent
+        self.signal = normalize_signal(self.signal.signal(int(value[2])))
+        when_active, when_idle = branch_records(
+            self.signal, self.active.attributes, self.idle.attributes)
+        return (self.thread_id, self.put[7] or "", when_active, when_idle, *self.options)
+
+    def after(self, d: Dialect, value: Row | None, routed: Any) -> Txn[Row | None]:
+        return nothing_after(d, value, routed)
+
+
+async def _send_in_one_write(
+    agent: Any, compound: Any, parsed: _StateIn, target: Any, if_active: Any, if_idle: Any
+) -> dict[str, Any]:
+    """``send_state_signal`` to a named thread: the lane and the signal in one write."""
+    active, idle = check_branches(agent, if_active, if_idle)
+    thread, resource = target.thread_id, target.resource_id
+    contents = parsed.contents if isinstance(parsed.contents, str) else dumps(parsed.contents)
+
+    def new_value(current: Any) -> Any:
+        return parsed.value if parsed.mode == "snapshot" else merge_patch(current, parsed.delta)
+
+    put: LanePut = (thread, parsed.lane_id, parsed.mode, parsed.cache_key, new_value,
+                    parsed.delta, contents, resource)
+    call = _LaneSignal(put, active, idle, route_options(agent, active, idle), parsed)
+    done: asyncio.Future[tuple[Any, Any]] = asyncio.get_running_loop().create_future()
+
+    def then(row: Row | None, routed: RouteResult | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        elif routed is None:
+            done.set_result((None, None))
+        else:
+            receipt = settle_routed(agent, call.signal, target, active, idle, routed, None)
+            done.set_result((row, receipt))
+
+    agent.runtime.track(done)  # close() waits for it, as for a send's receipt
+    compound(then, call)
+    row, receipt = await done
+    if row is None:
+        return {"skipped": True, "reason": "unchanged"}
+    lane = lane_of(row)
+    accepted = await receipt.accepted
+    return {"skipped": False, "version": lane.version, "lane": lane, "signal": receipt.signal,
             "accepted": accepted, "receipt": receipt}
