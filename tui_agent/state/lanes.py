@@ -26,8 +26,14 @@ from tui_agent.signals import (
     parse_target,
     unknown_keys_error,
 )
-from tui_agent.signals.data import IfActive, IfIdle, normalize_signal
-from tui_agent.signals.limits import check_id, check_json_value, check_limit, check_str
+from tui_agent.signals.data import IfActive, IfIdle, Signal, checked_signal
+from tui_agent.signals.limits import (
+    check_id,
+    check_json_value,
+    check_limit,
+    check_str,
+    input_limits,
+)
 from tui_agent.signals.stored import branch_records
 from tui_agent.store.codec import dumps
 from tui_agent.store.compound import nothing_after
@@ -164,6 +170,9 @@ class _StateIn:
             raise SignalError(
                 f"state attributes {clash} are set by the lane (its id and version); rename them"
             )
+        if len(self.attributes) + len(_LANE_ATTRIBUTES) > input_limits().max_attributes:
+            check_attributes({"id": self.lane_id, "version": 1, **self.attributes},
+                             "signal attributes")  # the signal's own error: too many
         metadata = state.get("metadata")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise SignalError(f"state metadata must be a dict, got {type(metadata).__name__}")
@@ -172,6 +181,12 @@ class _StateIn:
         contents = state.get("contents")
         self.contents = check_contents(dumps(payload) if contents is None else contents,
                                        "state contents")
+
+    def checked_signal(self, version: int) -> Signal:
+        """``normalize_signal(self.signal(version))`` without checking again what this
+        object checked when it was made (contents, tag, attributes, metadata; the two
+        attributes the lane adds are counted then)."""
+        return checked_signal(self.signal(version))
 
     def signal(self, version: int) -> dict[str, Any]:
         return {
@@ -307,7 +322,7 @@ class _LaneSignal:
     def route(self, value: Row | None) -> RouteCall | None:
         if value is None:
             return None  # unchanged: nothing sent
-        self.signal = normalize_signal(self.signal.signal(int(value[2])))
+        self.signal = self.signal.checked_signal(int(value[2]))
         when_active, when_idle = branch_records(
             self.signal, self.active.attributes, self.idle.attributes)
         return (self.thread_id, self.put[7] or "", when_active, when_idle, *self.options)
