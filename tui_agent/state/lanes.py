@@ -15,7 +15,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tui_agent.agent.router import check_branches, route_options, settle_routed
 from tui_agent.errors import ConfigError, SignalError
 from tui_agent.signals import (
     check_attributes,
@@ -273,8 +272,11 @@ async def send_state_signal(
     store = memory.store
     named = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
     compound = getattr(store, "route_compound_then", None)
-    if named.thread_id is not None and named.resource_id is not None and compound is not None:
-        return await _send_in_one_write(agent, compound, parsed, named, if_active, if_idle)
+    routing = getattr(agent, "signal_routing", None)  # an Agent's (agent/router.py)
+    if (named.thread_id is not None and named.resource_id is not None and compound is not None
+            and routing is not None):
+        return await _send_in_one_write(
+            agent, routing, compound, parsed, named, if_active, if_idle)
     if named.thread_id is not None and named.resource_id is not None:
         # The common send: the thread's check is in the lane's own transaction (one write,
         # no read first: a burst of state signals shares the store's group commits).
@@ -332,10 +334,11 @@ class _LaneSignal:
 
 
 async def _send_in_one_write(
-    agent: Any, compound: Any, parsed: _StateIn, target: Any, if_active: Any, if_idle: Any
+    agent: Any, routing: Any, compound: Any, parsed: _StateIn, target: Any, if_active: Any,
+    if_idle: Any,
 ) -> dict[str, Any]:
     """``send_state_signal`` to a named thread: the lane and the signal in one write."""
-    active, idle = check_branches(agent, if_active, if_idle)
+    active, idle = routing.branches(if_active, if_idle)
     thread, resource = target.thread_id, target.resource_id
     contents = parsed.contents if isinstance(parsed.contents, str) else dumps(parsed.contents)
 
@@ -344,7 +347,7 @@ async def _send_in_one_write(
 
     put: LanePut = (thread, parsed.lane_id, parsed.mode, parsed.cache_key, new_value,
                     parsed.delta, contents, resource)
-    call = _LaneSignal(put, active, idle, route_options(agent, active, idle), parsed)
+    call = _LaneSignal(put, active, idle, routing.options(active, idle), parsed)
     done: asyncio.Future[tuple[Any, Any]] = asyncio.get_running_loop().create_future()
 
     def then(row: Row | None, routed: RouteResult | None, error: BaseException | None) -> None:
@@ -355,7 +358,7 @@ async def _send_in_one_write(
         elif routed is None:
             done.set_result((None, None))
         else:
-            receipt = settle_routed(agent, call.signal, target, active, idle, routed, None)
+            receipt = routing.settle(call.signal, target, active, idle, routed)
             done.set_result((row, receipt))
 
     agent.runtime.track(done)  # close() waits for it, as for a send's receipt

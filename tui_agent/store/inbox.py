@@ -16,12 +16,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
-from tui_agent.errors import ConfigError
+import tui_agent.store.writes as writes
+from tui_agent.errors import ConfigError, SignalError
 from tui_agent.store.codec import dumps, new_id
 from tui_agent.store.contract import NotificationCursor
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.records import NOTIFICATION_STATUSES, NotificationRecord
-from tui_agent.store.roles import Args, Database, first
+from tui_agent.store.roles import Args, Database, Row, first
 from tui_agent.store.rows import NOTIFICATION_COLUMNS, notification_of
 from tui_agent.store.writes import Statement, Txn
 
@@ -340,3 +341,46 @@ def _save(
         *common, now, now, *schedule, *claim,
     ))
     return rec
+
+
+# -- a notification stored, sent and marked in one transaction (notifications/inbox.py) ---------
+
+
+def save_on_thread(
+    d: Dialect, thread_id: str, resource_id: str, merge_keys: tuple[str, str, str | None,
+    str | None] | None, build: Callable[[NotificationRecord | None], NotificationRecord],
+    now: float, claim_token: str | None, claim_expires_at: float | None,
+) -> Txn[NotificationRecord]:
+    """In the open transaction: the thread checked (created if new; ``SignalError`` if it is
+    another resource's), the record to merge into found (``merge_keys``: source, kind,
+    dedupe key, coalesce key; None: no merge), ``build(existing or None)`` stored as
+    :meth:`Inbox.save_notification` stores it (merged if ``existing`` was given). The record
+    as stored."""
+    owner: list[Row] = yield Statement(
+        d.sql("SELECT resource_id FROM threads WHERE id=?"), (thread_id,), rows=True)
+    if not owner:
+        yield from writes.ensure_thread(d, thread_id, resource_id)
+    elif owner[0][0] != resource_id:
+        raise SignalError(f"thread {thread_id!r} belongs to resource {owner[0][0]!r}, "
+                          f"not {resource_id!r}")
+    existing = None
+    if merge_keys is not None:
+        found: list[Row] = yield Statement(
+            d.sql(_MERGE), (thread_id, *merge_keys, now), rows=True)
+        existing = notification_of(found[0]) if found else None
+    record = build(existing)
+    return (yield from _save(d, record, existing is not None, now, claim_token,
+                             claim_expires_at))
+
+
+def delivered_and_read(
+    d: Dialect, notification_id: str, token: str | None, now: float
+) -> Txn[NotificationRecord]:
+    """Mark the record delivered where ``token``'s claim stands (as
+    :meth:`Inbox.mark_notifications_delivered`; no token: nothing marked), then the record as
+    stored."""
+    if token is not None:
+        yield Statement(d.sql(_DELIVERED), (now, now, notification_id, token))
+    found: list[Row] = yield Statement(d.sql(f"{_SELECT} WHERE id=?"), (notification_id,),
+                                       rows=True)
+    return notification_of(found[0])
