@@ -381,6 +381,11 @@ def delivered_and_read(
     stored."""
     if token is not None:
         yield Statement(d.sql(_DELIVERED), (now, now, notification_id, token))
+    return (yield from read_notification(d, notification_id))
+
+
+def read_notification(d: Dialect, notification_id: str) -> Txn[NotificationRecord]:
+    """The record as stored, read in the open transaction."""
     found: list[Row] = yield Statement(d.sql(f"{_SELECT} WHERE id=?"), (notification_id,),
                                        rows=True)
     return notification_of(found[0])
