@@ -186,3 +186,31 @@ async def test_a_failing_notification_in_a_burst_fails_only_its_caller(
     assert sorted(n.summary for n in stored) == ["n0", "n1", "n3", "n4", "n5"]
     seen = await _finish(held, woken)
     assert [i for i in range(6) if any(f">n{i}<" in str(s) for s in seen)] == [0, 1, 3, 4, 5]
+
+
+async def test_a_burst_of_notifications_sent_now_merges_a_waiting_record_into_one_call_only(
+    stores: StoreFactory, agents: AgentFactory
+) -> None:
+    """A record waiting (deferred, unclaimed) is the merge target of the burst's first call
+    with its key, as one after another: that call claims it, so the next ones make their own."""
+    store = stores()
+    agent, held, woken = await _held_run(
+        agents, store, notifications={"delivery_policy": {"default": "deliver"}})
+    later = datetime.now(UTC) + timedelta(hours=1)
+    deferring = agents(model=ScriptedModel(replies=["-"]), memory=Memory(store=store),
+                       notifications={"delivery_policy": {"default": {
+                           "action": "defer", "deliver_at": later}}})
+    waiting = await deferring.send_notification_signal(_note(0, dedupe_key="same"),
+                                                        resource_id=R, thread_id=T)
+    before = store.local_commits
+
+    results = await asyncio.wait_for(asyncio.gather(*(
+        agent.send_notification_signal(_note(i, dedupe_key="same"), resource_id=R, thread_id=T)
+        for i in range(1, 4))), GUARD_S)
+
+    assert store.local_commits - before == 1
+    assert results[0]["record"].id == waiting["record"].id
+    assert [r["record"].coalesced_count for r in results] == [2, 1, 1]
+    assert len({r["record"].id for r in results}) == 3
+    assert {r["record"].status for r in results} == {"delivered"}
+    await _finish(held, woken)

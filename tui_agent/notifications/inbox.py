@@ -42,7 +42,13 @@ from tui_agent.store.codec import new_id
 from tui_agent.store.compound import nothing_after
 from tui_agent.store.contract import Store
 from tui_agent.store.dialect import Dialect
-from tui_agent.store.inbox import delivered_and_read, read_notification, save_on_thread
+from tui_agent.store.inbox import (
+    delivered_all_and_read,
+    delivered_and_read,
+    read_notification,
+    save_all_claimed,
+    save_on_thread,
+)
 from tui_agent.store.records import RouteResult, to_datetime
 from tui_agent.store.writes import RouteCall, Txn
 
@@ -414,8 +420,8 @@ class _NotificationWrite:
     for this send when it is sent now), its signal routed, the record marked delivered and
     read back."""
 
-    __slots__ = ("active", "decision", "fresh", "idle", "item", "kind", "merge_keys", "now",
-                 "options", "resource_id", "signal", "thread_id", "token")
+    __slots__ = ("active", "claim_expires_at", "decision", "fresh", "idle", "item", "kind",
+                 "merge_keys", "now", "options", "resource_id", "signal", "thread_id", "token")
 
     def __init__(
         self, item: dict[str, Any], fresh: NotificationRecord, decision: Decision,
@@ -426,6 +432,7 @@ class _NotificationWrite:
         self.kind = _immediate(decision)
         self.now = time.time()
         self.token = f"inline:{new_id()}" if self.kind else None
+        self.claim_expires_at = self.now + delivery.CLAIM_TTL_S if self.token else None
         self.merge_keys = (
             None if item["dedupe_key"] is None and item["coalesce_key"] is None
             else (item["source"], item["kind"], item["dedupe_key"], item["coalesce_key"]))
@@ -441,18 +448,30 @@ class _NotificationWrite:
                 {"behavior": "deliver" if behavior == "deliver" else "persist"}, idle)
             self.options = routing.options(self.active, self.idle)
 
-    def _build(self, existing: NotificationRecord | None) -> NotificationRecord:
+    def build(self, existing: NotificationRecord | None) -> NotificationRecord:
         rec = self.fresh if existing is None else _candidate(
             self.item, existing, self.thread_id, self.resource_id)
         return _scheduled(rec, self.decision, existing is not None, self.now)
 
     def before(self, d: Dialect) -> Txn[NotificationRecord]:
-        expires = self.now + delivery.CLAIM_TTL_S if self.token else None
         rec = yield from save_on_thread(d, self.thread_id, self.resource_id, self.merge_keys,
-                                        self._build, self.now, self.token, expires)
+                                        self.build, self.now, self.token, self.claim_expires_at)
         if self.token is None:  # not sent now: the record as this call left it (a later one
             rec = yield from read_notification(d, rec.id)  # of the batch may merge into it)
         return rec
+
+    @staticmethod
+    def before_all(
+        d: Dialect, calls: list[_NotificationWrite]
+    ) -> Txn[list[NotificationRecord]]:
+        """Every call's ``before`` in order: one batch when each record is claimed by its own
+        call (sent now), else one by one."""
+        if all(call.token is not None for call in calls):
+            return (yield from save_all_claimed(d, calls))
+        saved: list[NotificationRecord] = []
+        for call in calls:
+            saved.append((yield from call.before(d)))
+        return saved
 
     def route(self, rec: NotificationRecord) -> RouteCall | None:
         if self.options is None:
@@ -471,9 +490,28 @@ class _NotificationWrite:
     ) -> Txn[NotificationRecord]:
         if self.token is None:
             return nothing_after(d, rec, routed)  # read back as it was stored (before)
-        # A wake is delivered once its run has started (the caller marks it then, as before).
+        return delivered_and_read(d, rec.id, self.mark_token(routed), time.time())
+
+    def mark_token(self, routed: RouteResult | None) -> str | None:
+        """The token to mark the record delivered with now (None: not now). A wake is
+        delivered once its run has started (the caller marks it then, as before)."""
         taken = routed is not None and routed.action in ("deliver", "persist")
-        return delivered_and_read(d, rec.id, self.token if taken else None, time.time())
+        return self.token if taken else None
+
+    @staticmethod
+    def after_all(
+        d: Dialect, calls: list[_NotificationWrite], values: list[NotificationRecord],
+        routed: list[RouteResult | None],
+    ) -> Txn[list[NotificationRecord]]:
+        """Every call's ``after`` in order: the marks and the reads back as one batch."""
+        if any(call.token is None for call in calls):
+            done: list[NotificationRecord] = []
+            for call, rec, decided in zip(calls, values, routed, strict=True):
+                done.append((yield from call.after(d, rec, decided)))
+            return done
+        return (yield from delivered_all_and_read(d, [
+            (rec.id, call.mark_token(decided))
+            for call, rec, decided in zip(calls, values, routed, strict=True)], time.time()))
 
 
 def _scheduled(

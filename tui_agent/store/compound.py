@@ -65,7 +65,8 @@ def compounds(d: Dialect, calls: Sequence[CompoundCall]) -> Txn[list[Done]]:
     call order (consecutive calls of a class with a static ``before_all(d, calls)`` giving
     their values: one batch of them), then every signal routed in call order as one
     ``writes.route_signals`` (the writes before touch no signal or lease, so this decides
-    exactly as the calls one after another would), then every ``after`` in call order."""
+    exactly as the calls one after another would), then every ``after`` in call order (a
+    class's static ``after_all(d, calls, values, routed)``: one batch of them)."""
     for thread_id in sorted({call.thread_id for call in calls}):
         yield from lock(d, thread_id)
     values: list[Any] = []
@@ -79,11 +80,21 @@ def compounds(d: Dialect, calls: Sequence[CompoundCall]) -> Txn[list[Done]]:
             values.append((yield from call.before(d)))
     routings = [call.route(value) for call, value in zip(calls, values, strict=True)]
     decided = iter((yield from route_signals(d, [r for r in routings if r is not None])))
-    done: list[Done] = []
-    for call, value, routing in zip(calls, values, routings, strict=True):
-        routed = None if routing is None else next(decided)
-        done.append(((yield from call.after(d, value, routed)), routed))
-    return done
+    routed = [None if routing is None else next(decided) for routing in routings]
+    done: list[Any] = []
+    start = 0
+    for kind, run in groupby(calls, key=type):
+        same = list(run)
+        end = start + len(same)
+        after_all = getattr(kind, "after_all", None)
+        if after_all is not None and len(same) > 1:
+            done += yield from after_all(d, same, values[start:end], routed[start:end])
+        else:
+            for call, value, decision in zip(same, values[start:end], routed[start:end],
+                                             strict=True):
+                done.append((yield from call.after(d, value, decision)))
+        start = end
+    return list(zip(done, routed, strict=True))
 
 
 def nothing_after(d: Dialect, value: Any, routed: RouteResult | None) -> Txn[Any]:
