@@ -256,3 +256,90 @@ async def test_a_sent_text_gets_its_signal_when_asked_with_the_stored_id_and_tim
     finally:
         await agent.close()
         await store.close()
+
+
+# -- a send_signal dict: the fast path (PlainText.of_signal_dict) against normalize_signal -----
+
+SCALAR = (st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6)
+          | st.sampled_from(["é", "x" * 20, "\ud800"]))
+ATTRIBUTE_NAME = st.from_regex(NAME_PATTERN, fullmatch=True) | st.sampled_from(
+    ["xmlns", "", "1bad", "a b"]) | st.integers(0, 3)
+SIGNAL_DICT = st.fixed_dictionaries(
+    {"type": st.sampled_from(["user", "reactive", "state", "notification", "system-reminder",
+                              "bogus"]) | st.integers(0, 2),
+     "contents": TEXT | st.just([{"type": "text", "text": "part"}]) | st.integers(0, 2)},
+    optional={
+        "tag_name": st.none() | st.from_regex(NAME_PATTERN, fullmatch=True)
+        | st.sampled_from(["user", "User", "user-message", "", "1x"]),
+        "attributes": st.none() | st.dictionaries(ATTRIBUTE_NAME, SCALAR, max_size=4)
+        | st.sampled_from([[], "x", {}]),
+        "metadata": st.sampled_from([{}, {"k": 1}]),
+        "bogus": st.just(1),
+    },
+)
+
+
+def general_signal(given: dict[str, Any]) -> Signal | str:
+    from tui_agent.signals.data import normalize_signal
+
+    try:
+        return normalize_signal(given)
+    except SignalError as error:
+        return f"SignalError: {error}"
+
+
+def fast_signal(given: dict[str, Any]) -> PlainText | str | None:
+    try:
+        return PlainText.of_signal_dict(given)
+    except SignalError as error:
+        return f"SignalError: {error}"
+
+
+@settings(max_examples=500, deadline=None)
+@given(SIGNAL_DICT)
+def test_a_signal_dict_on_the_fast_path_is_the_signal_normalize_builds(
+    given: dict[str, Any],
+) -> None:
+    """Whatever the dict, the fast path gives the general path's Signal, stored row and model
+    message, or its refusal word for word, or declines (None) and leaves it to the general
+    path; it takes the common shapes (a typed dict with scalar attributes)."""
+    fast, general = fast_signal(given), general_signal(given)
+    if fast is None:
+        return
+    if isinstance(general, str):
+        assert fast == general
+        return
+    assert isinstance(fast, PlainText)
+    signal = fast.signal()
+    assert signal.model_fields_set == general.model_fields_set
+    assert list(signal.__dict__) == list(general.__dict__)
+    aligned(general, signal)
+    assert signal == general
+    from tui_agent.signals.stored import branch_records
+
+    record, _ = branch_records(fast, {}, {})
+    assert stored_row(record) == stored_row(signal_in_reference(general, {}))
+    assert model_message_of(record.data) == to_model_message(general, {})
+
+
+@pytest.mark.parametrize("given", [
+    {"type": "user", "contents": "hi"},
+    {"type": "reactive", "tag_name": "build", "contents": "ok", "attributes": {"n": 1}},
+    {"type": "state", "contents": "x", "attributes": {"a": "b", "f": 1.5, "t": True, "z": None}},
+    {"type": "notification", "contents": "<b>", "tag_name": None, "attributes": None},
+])
+def test_the_common_signal_dicts_take_the_fast_path(given: dict[str, Any]) -> None:
+    fast = PlainText.of_signal_dict(given)
+    assert isinstance(fast, PlainText)
+    general = general_signal(given)
+    assert isinstance(general, Signal)
+    assert aligned(general, fast.signal()) == fast.signal()
+
+
+def test_a_fast_signal_keeps_its_own_copy_of_the_attributes() -> None:
+    attributes = {"n": 1}
+    fast = PlainText.of_signal_dict({"type": "reactive", "contents": "x",
+                                     "attributes": attributes})
+    assert fast is not None
+    attributes["n"] = 2  # the caller changes its dict after the send
+    assert fast.signal().attributes == {"n": 1}

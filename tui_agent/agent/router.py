@@ -96,10 +96,14 @@ def send(
     if_active: Any = None,
     if_idle: Any = None,
 ) -> SignalReceipt:
-    sent: Signal | PlainText
-    if kind != "signal" and type(message) is str:  # most of what is sent: its Signal can wait
-        sent = PlainText.of(message)
-    else:
+    sent: Signal | PlainText | None = None
+    given = cast(object, message)  # the caller's: narrowed by its type here
+    if type(given) is str:  # most of what is sent: its Signal can wait
+        if kind != "signal":
+            sent = PlainText.of(given)
+    elif kind == "signal" and type(given) is dict:  # a typed dict's can wait too
+        sent = PlainText.of_signal_dict(cast("dict[Any, Any]", given))
+    if sent is None:
         sent = normalize_signal(message) if kind == "signal" else normalize_message(message)
     target = parse_target(run_id, resource_id, thread_id)
     active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)
@@ -295,11 +299,14 @@ def _idle_behavior(agent: AgentCore, idle: IfIdle) -> str:
 def _decision(agent: AgentCore, result: RouteResult) -> dict[str, Any]:
     """The receipt's answer for a decision other than a wake."""
     runtime = agent.runtime
-    runtime.ensure_dispatcher()
     if result.action == "deliver":
         if result.run_id is None or runtime.run(result.run_id) is None:
+            runtime.ensure_dispatcher()
             runtime.rescue_soon()  # a run of another process, which may be dead: when to look
+        # else a live run of this process, which started the dispatcher when it started (a
+        # burst delivers hundreds into it: no check each)
         return {"action": "deliver", "run_id": result.run_id}
+    runtime.ensure_dispatcher()
     return {"action": result.action}
 
 

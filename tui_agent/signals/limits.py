@@ -222,6 +222,51 @@ def check_attributes(attributes: object, what: str = "attributes") -> dict[str, 
     return out
 
 
+# Attribute names seen valid (a burst names the same few again and again), bounded.
+_GOOD_NAMES: set[object] = set()
+
+
+def _good_name(name: object) -> bool:
+    if type(name) is not str or not NAME_RE.fullmatch(name) or name in _RESERVED_ATTRIBUTES:
+        return False
+    if len(_GOOD_NAMES) >= 4096:
+        _GOOD_NAMES.clear()
+    _GOOD_NAMES.add(name)
+    return True
+
+
+def plain_attributes(given: object) -> dict[str, Any] | None:
+    """:func:`check_attributes` for the common attributes, names to plain scalars (ASCII text,
+    finite numbers, booleans, None), in one loop: a copy in the same order, or None when any is
+    not so plain (or is refused), for ``check_attributes`` to check with its own errors. None
+    given (no attributes) is ``{}``, as there."""
+    if given is None:
+        return {}
+    if type(given) is not dict:
+        return None
+    given = cast("dict[object, object]", given)  # the caller's: each key and value checked next
+    limits = input_limits()
+    if len(given) > limits.max_attributes:
+        return None
+    max_bytes = limits.max_attribute_bytes
+    int_digits = min(limits.max_int_digits, sys.get_int_max_str_digits() or sys.maxsize) - 1
+    for name, value in given.items():
+        if name not in _GOOD_NAMES and not _good_name(name):
+            return None
+        if type(value) is str:
+            if len(value) > max_bytes or not value.isascii():
+                return None
+        elif type(value) is int:
+            if value.bit_length() * 0.30103 > int_digits:
+                return None
+        elif type(value) is float:
+            if not math.isfinite(value):
+                return None
+        elif type(value) is not bool and value is not None:
+            return None
+    return cast("dict[str, Any]", dict(given))
+
+
 def _snake_case(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 

@@ -12,11 +12,13 @@ tests/test_signal_fast_path.py proves it gives exactly the general path's record
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from datetime import UTC
 from json import encoder as json_encoder
 from typing import Any
 
-from tui_agent.signals.data import PlainText, Signal
+from tui_agent.signals.data import SIGNAL_TYPES, PlainText, Signal
 from tui_agent.signals.elements import merge_checked, model_message, neutralize_markup
 from tui_agent.store.records import SignalIn, install_signal_renderer
 
@@ -35,7 +37,8 @@ def branch_records(
     built once. A ``PlainText`` (only for branches without attributes) is written as its JSON
     without a Signal (:func:`plain_text_in`)."""
     if isinstance(sent, PlainText):
-        record = plain_text_in(sent.id, "user", sent.text, sent.created_json)
+        record = plain_text_in(
+            sent.id, sent.tag_name, sent.text, sent.created_json, sent.type, sent.attributes)
         return record, record
     when_active = signal_in(sent, active_attributes)
     if active_attributes == idle_attributes:
@@ -56,10 +59,35 @@ def signal_in_general(signal: Signal, branch_attributes: dict[str, Any]) -> Sign
     it can be (:func:`signal_json`; tests/test_signal_fast_path.py proves it is the dump's),
     else through :func:`signal_in_reference`."""
     attributes = merge_checked(signal.attributes, branch_attributes)
+    fields = signal.__dict__
+    if _is_plain(fields, attributes):  # one string, scalar attributes: no encoder at all
+        created = fields["created_at"].isoformat()[:-6] + "Z"  # pydantic's JSON of a UTC time
+        return plain_text_in(fields["id"], fields["tag_name"], fields["contents"], created,
+                             fields["type"], attributes)
     data_json = signal_json(signal, attributes)
     if data_json is None:
         return signal_in_reference(signal, branch_attributes)
     return SignalIn(signal.id, signal.type, None, None, data_json, derived_message=True)
+
+
+def _is_plain(fields: Mapping[str, Any], attributes: dict[str, Any]) -> bool:
+    """A signal's fields (and its merged attributes) that :func:`plain_text_in` writes as the
+    encoder would: one string, a known type, a tag, names to plain scalars, nothing else, a
+    time in UTC (a Signal made with ``model_construct`` may hold anything: checked here)."""
+    metadata, options = fields["metadata"], fields["provider_options"]
+    return (
+        type(fields["contents"]) is str and type(fields["id"]) is str
+        and type(fields["tag_name"]) is str and type(fields["type"]) is str
+        and fields["type"] in _TYPES
+        and type(metadata) is dict and not metadata and type(options) is dict and not options
+        and fields["created_at"].tzinfo is UTC
+        and all(type(name) is str and type(value) in _SCALAR_JSON
+                and (type(value) is not float or math.isfinite(value))
+                for name, value in attributes.items())
+    )
+
+
+_TYPES = frozenset(SIGNAL_TYPES)
 
 
 def signal_json(signal: Signal, attributes: dict[str, Any]) -> str | None:
@@ -116,17 +144,39 @@ def plain_signal_in(signal: Signal) -> SignalIn:
     return plain_text_in(signal.id, signal.tag_name, text, created)
 
 
-def plain_text_in(signal_id: str, tag_name: str, text: str, created: str) -> SignalIn:
-    """:func:`plain_signal_in` from the fields of a plain text message (a ``PlainText`` sent
-    needs no Signal for it), ``created`` its time as pydantic writes it in JSON."""
+def plain_text_in(
+    signal_id: str, tag_name: str, text: str, created: str, signal_type: str = "user",
+    attributes: dict[str, Any] | None = None,
+) -> SignalIn:
+    """:func:`plain_signal_in` from the fields of a signal of one string (a ``PlainText`` sent
+    needs no Signal for it), ``created`` its time as pydantic writes it in JSON; ``attributes``
+    (a typed ``send_signal`` dict's) are plain scalars already checked, stored merged as any
+    signal's are (a None value is left out)."""
+    attributes_json = _scalars_json(attributes) if attributes else "{}"
     data_json = (
-        f'{{"id":{_json_str(signal_id)},"type":"user","tag_name":{_json_str(tag_name)},'
-        f'"contents":{_json_str(text)},"attributes":{{}},"metadata":{{}},"provider_options":{{}},'
-        f'"created_at":"{created}"}}'
+        f'{{"id":{_json_str(signal_id)},"type":"{signal_type}","tag_name":{_json_str(tag_name)},'
+        f'"contents":{_json_str(text)},"attributes":{attributes_json},"metadata":{{}},'
+        f'"provider_options":{{}},"created_at":"{created}"}}'
     )
     # Only the JSON: the store writes it as it is, and renders the model message from it when
     # read. Its data and message are made from it if someone asks (the memoryless path).
-    return SignalIn(signal_id, "user", None, None, data_json, derived_message=True)
+    return SignalIn(signal_id, signal_type, None, None, data_json, derived_message=True)
+
+
+# The JSON of each plain scalar type, as the store's encoder writes it (a float as its repr).
+_SCALAR_JSON: dict[type, Any] = {
+    str: _json_str, int: int.__repr__, float: float.__repr__,
+    bool: lambda value: "true" if value else "false",  # pyright: ignore[reportUnknownLambdaType]
+}
+
+
+def _scalars_json(attributes: dict[str, Any]) -> str:
+    """The JSON of checked attributes of names to plain scalars (``limits.plain_attributes``),
+    merged as a stored signal's are (None left out), without the encoder's setup per call."""
+    return "{" + ",".join([
+        f"{_json_str(name)}:{_SCALAR_JSON[type(value)](value)}"
+        for name, value in attributes.items() if value is not None
+    ]) + "}"
 
 
 def model_message_of(data: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,7 @@ round-trips the same whichever store keeps it (``tests/test_store_contract.py``)
 
 from __future__ import annotations
 
-import uuid
+import os
 
 from tui_agent._util import dumps, loads
 
@@ -11,4 +11,6 @@ __all__ = ["dumps", "loads", "new_id"]
 
 
 def new_id() -> str:
-    return uuid.uuid4().hex
+    """32 random hex digits (uuid4().hex's form and randomness without the UUID object: a
+    burst of queued messages makes one per signal)."""
+    return os.urandom(16).hex()

@@ -438,11 +438,12 @@ class SqliteStore(ComposedStore):
     ) -> None:
         """:meth:`route_signal_soon` with no future: the writer calls ``then(result, error)``
         once the decision is committed, for all the signals of a group in one pass."""
-        self.submit_then(
-            partial(self._after_route, thread_id, then), txn.route_signal, thread_id,
-            resource_id, signal, echo_when_idle or signal, if_active, if_idle, queue, owner,
-            ttl_s, agent_id,
-        )
+        self._enqueue(_Queued(  # submit_then's, inline: a burst queues hundreds
+            txn.route_signal,
+            (thread_id, resource_id, signal, echo_when_idle or signal, if_active, if_idle, queue,
+             owner, ttl_s, agent_id),
+            None, partial(self._after_route, thread_id, then),
+        ))
 
     def route_compound_then(
         self, then: Callable[[Any, RouteResult | None, BaseException | None], None],

@@ -553,6 +553,7 @@ def route_signals(d: Dialect, calls: Sequence[RouteCall]) -> Txn[list[RouteResul
     # idle). One RouteResult for all the burst's deliveries into a run: it is only read.
     delivery: dict[str, RouteResult | None] = {}
     now = time.time()
+    spill_chars = d.spill_chars
     for call in calls:
         thread_id, resource_id, signal, _idle, if_active, _if_idle, queue = call[:7]
         if thread_id not in delivery:
@@ -566,9 +567,15 @@ def route_signals(d: Dialect, calls: Sequence[RouteCall]) -> Txn[list[RouteResul
                     d, thread_id, resource_id, signal, "queued", queued_run, now, spilled))
                 results.append(RouteResult("deliver", queued_run))
                 continue
-            rows.append(signal_row(
-                d, thread_id, resource_id, signal, "pending", delivered.run_id, now, spilled
-            ))
+            data = signal.data_json
+            if data is None or signal.derived_message is False or (
+                    spill_chars is not None and len(data) > spill_chars):
+                rows.append(signal_row(
+                    d, thread_id, resource_id, signal, "pending", delivered.run_id, now, spilled
+                ))
+            else:  # the common row (signal_row's, inline: a burst writes hundreds)
+                rows.append((signal.id, thread_id, resource_id, signal.type, "pending",
+                             delivered.run_id, "null", data, now))
             results.append(delivered)
             continue
         yield from write_signal_rows(d, rows, spilled)
