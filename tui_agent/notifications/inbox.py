@@ -439,13 +439,7 @@ class _NotificationWrite:
         self.signal: Any = None
         self.active = self.idle = self.options = None
         if self.kind is not None and self.kind != "digest":
-            behavior = self.kind
-            idle = dict(if_idle)
-            idle["behavior"] = "wake" if behavior == "deliver" else "persist"
-            if idle["behavior"] == "persist":
-                idle.pop("stream_options", None)
-            self.active, self.idle = routing.branches(
-                {"behavior": "deliver" if behavior == "deliver" else "persist"}, idle)
+            self.active, self.idle = _branches(routing, self.kind, if_idle)
             self.options = routing.options(self.active, self.idle)
 
     def build(self, existing: NotificationRecord | None) -> NotificationRecord:
@@ -476,10 +470,10 @@ class _NotificationWrite:
     def route(self, rec: NotificationRecord) -> RouteCall | None:
         if self.options is None:
             return None  # left for the dispatcher (or a digest, sent after this write)
-        sent = delivery.full_signal(rec)  # a Signal's fields, checked as it was built
+        sent = delivery.full_fields(rec)  # checked: the record's, and its attributes here
         if len(sent["attributes"]) + len(sent["metadata"]) > input_limits().max_attributes:
-            self.signal = normalize_signal(sent)  # near a limit: checked as a send checks it
-        else:
+            self.signal = normalize_signal(delivery.full_signal(rec))  # near a limit: as a
+        else:  # send checks it
             self.signal = checked_signal(sent)
         when_active, when_idle = branch_records(
             self.signal, self.active.attributes, self.idle.attributes)
@@ -512,6 +506,26 @@ class _NotificationWrite:
         return (yield from delivered_all_and_read(d, [
             (rec.id, call.mark_token(decided))
             for call, rec, decided in zip(calls, values, routed, strict=True)], time.time()))
+
+
+# The branches of a delivery sent now with no stream options (almost every one), parsed once
+# per behavior and never mutated (as the router's defaults).
+_PLAIN_BRANCHES: dict[str, tuple[Any, Any]] = {}
+
+
+def _branches(routing: Any, behavior: str, if_idle: dict[str, Any]) -> tuple[Any, Any]:
+    """The branches ``delivery.route`` sends a ``behavior`` ("deliver"/"persist") with."""
+    if not if_idle and behavior in _PLAIN_BRANCHES:
+        return _PLAIN_BRANCHES[behavior]
+    idle = dict(if_idle)
+    idle["behavior"] = "wake" if behavior == "deliver" else "persist"
+    if idle["behavior"] == "persist":
+        idle.pop("stream_options", None)
+    branches = routing.branches(
+        {"behavior": "deliver" if behavior == "deliver" else "persist"}, idle)
+    if not if_idle:
+        _PLAIN_BRANCHES[behavior] = branches
+    return branches
 
 
 def _scheduled(
