@@ -320,6 +320,9 @@ async def send_notification_signal(
     ``"accepted"`` (the awaited routing result), ``"run_id"`` (wake/deliver) and ``"persisted"``
     (True when it was stored without waking). A send that failed leaves ``"delivery_error"``;
     the dispatcher retries it. Every record is validated and decided before any is stored.
+    One notification whose decision reads neither its merge target nor the thread's state is
+    stored, routed and marked in one write with its signal (a burst: one group commit;
+    tests/test_compound_signals.py).
     """
     memory = getattr(agent, "memory", None)
     if memory is None:

@@ -258,7 +258,9 @@ async def send_state_signal(
     "accepted", "receipt"}`` where ``accepted`` is the awaited routing result (as
     ``await receipt.accepted`` gives it) and ``receipt`` the receipt of ``send_signal`` (its
     ``.persisted`` is there to await for a persisted signal). Every check runs before the lane
-    is touched.
+    is touched. To a named thread (on a store with compound writes) the lane's version and
+    the signal's routing are one transaction, so a burst is one group commit
+    (tests/test_compound_signals.py).
     """
     memory = getattr(agent, "memory", None)
     if memory is None:
@@ -278,8 +280,8 @@ async def send_state_signal(
         return await _send_in_one_write(
             agent, routing, compound, parsed, named, if_active, if_idle)
     if named.thread_id is not None and named.resource_id is not None:
-        # The common send: the thread's check is in the lane's own transaction (one write,
-        # no read first: a burst of state signals shares the store's group commits).
+        # A store without compound writes: the thread's check is in the lane's own transaction
+        # (one write, no read first), then the signal is sent.
         thread, thread_resource = named.thread_id, named.resource_id
         written = await _store_version(store, thread, parsed, check_resource=thread_resource)
     else:

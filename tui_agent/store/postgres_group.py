@@ -17,6 +17,10 @@ transaction, as on SQLite (``SqliteStore``'s writer), with the same guarantees.
 - **Durable when accepted**: a caller hears of its signal only once the transaction holding it
   committed.
 
+- **Compound writes** (``compound.py``: a state lane's version, a notification's record, each
+  with its signal) queue beside the plain routes and keep all of the above: consecutive ones
+  run as one ``compound.compounds`` batch in arrival order (tests/test_compound_signals.py).
+
 A group of one delivery into a live run takes the one-round-trip ``tui_agent_deliver_signal``
 instead (its own transaction, under the same lock). Tests: tests/test_postgres_group_commit.py;
 measured by benchmarks/bench_signal_speed.py.
