@@ -471,7 +471,7 @@ class _NotificationWrite:
         return saved
 
     def route(self, rec: NotificationRecord) -> RouteCall | None:
-        if self.options is None:
+        if self.options is None or self.active is None or self.idle is None:
             return None  # left for the dispatcher (or a digest, sent after this write)
         sent = delivery.full_fields(rec)  # checked: the record's, and its attributes here
         if len(sent["attributes"]) + len(sent["metadata"]) > input_limits().max_attributes:

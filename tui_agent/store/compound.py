@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import groupby
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.records import RouteResult
@@ -72,23 +72,27 @@ def compounds(d: Dialect, calls: Sequence[CompoundCall]) -> Txn[list[Done]]:
     values: list[Any] = []
     for kind, run in groupby(calls, key=type):  # consecutive calls of one kind
         same = list(run)
-        before_all = getattr(kind, "before_all", None)
+        before_all: Any = getattr(kind, "before_all", None)
         if before_all is not None and len(same) > 1:
-            values += yield from before_all(d, same)
+            batch = cast("Txn[list[Any]]", before_all(d, same))
+            values += yield from batch
             continue
         for call in same:
             values.append((yield from call.before(d)))
     routings = [call.route(value) for call, value in zip(calls, values, strict=True)]
     decided = iter((yield from route_signals(d, [r for r in routings if r is not None])))
-    routed = [None if routing is None else next(decided) for routing in routings]
+    routed: list[RouteResult | None] = [
+        None if routing is None else next(decided) for routing in routings]
     done: list[Any] = []
     start = 0
     for kind, run in groupby(calls, key=type):
         same = list(run)
         end = start + len(same)
-        after_all = getattr(kind, "after_all", None)
+        after_all: Any = getattr(kind, "after_all", None)
         if after_all is not None and len(same) > 1:
-            done += yield from after_all(d, same, values[start:end], routed[start:end])
+            finished = cast("Txn[list[Any]]", after_all(
+                d, same, values[start:end], routed[start:end]))
+            done += yield from finished
         else:
             for call, value, decision in zip(same, values[start:end], routed[start:end],
                                              strict=True):

@@ -188,7 +188,7 @@ def deliver_args(call: RouteCall) -> tuple[object, ...]:
             signal.data_json or dumps(signal.data), time.time())
 
 
-def _hand(then: Then, result: RouteResult | None, error: BaseException | None) -> None:
+def _hand(then: Then, result: Any, error: BaseException | None) -> None:
     try:
         then(result, error)
     except Exception as failure:  # the other callers of the group must still hear
