@@ -269,8 +269,10 @@ async def send_state_signal(
             "threads (Agent(memory=Memory(...)))"
         )
     parsed = _StateIn(state)
-    parse_if_active(if_active)
-    parse_if_idle(if_idle)
+    if if_active is not None:  # None is the default branch: nothing to check
+        parse_if_active(if_active)
+    if if_idle is not None:
+        parse_if_idle(if_idle)
     store = memory.store
     named = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
     compound = getattr(store, "route_compound_then", None)
