@@ -41,7 +41,7 @@ from tui_agent.agent.processors import (
     processor_name,
 )
 from tui_agent.agent.result import GenerateResult
-from tui_agent.agent.router import SignalReceipt, send
+from tui_agent.agent.router import RoutedElsewhere, SignalReceipt, send
 from tui_agent.agent.runtime import PROCESS_OWNER, ThreadRuntime
 from tui_agent.agent.subscription import ThreadSubscription, subscribe
 from tui_agent.context import RequestContext
@@ -531,6 +531,12 @@ class Agent:
     ) -> ThreadSubscription:
         self._check_thread_memory("subscribe_to_thread")
         return await subscribe(self, resource_id=resource_id, thread_id=thread_id)
+
+    @property
+    def signal_routing(self) -> RoutedElsewhere:
+        """For the writes that route their signal in their own transaction (state lanes,
+        notifications: ``tui_agent.store.compound``): the send's checks and receipts."""
+        return RoutedElsewhere(self)
 
     async def send_state_signal(self, signal: Any, **target: Any) -> Any:
         self._check_thread_memory("send_state_signal")

@@ -345,3 +345,53 @@ def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
     if not future.done():
         future.set_exception(error)
         future.add_done_callback(lambda f: f.exception())  # awaiting it is optional
+
+
+# -- signals routed by another write's transaction (store/compound.py) ---------------------------
+
+
+class RoutedElsewhere:
+    """What a write that routes its signal in its own transaction (a state lane's version, a
+    notification's record: ``tui_agent.store.compound``; one group commit a burst) needs of
+    :func:`send`: the branches checked as it checks them, the store's routing arguments, and
+    the receipt settled as a send's is once its routing commits (``Agent.signal_routing``)."""
+
+    __slots__ = ("agent",)
+
+    def __init__(self, agent: AgentCore) -> None:
+        self.agent = agent
+
+    def branches(self, if_active: Any, if_idle: Any) -> tuple[IfActive, IfIdle]:
+        """The branches of a send, parsed and checked as :func:`send` checks them."""
+        active = _DEFAULT_ACTIVE if if_active is None else parse_if_active(if_active)
+        idle = _DEFAULT_IDLE if if_idle is None else parse_if_idle(if_idle)
+        if idle.stream_options:
+            given = self.agent.default_options
+            defaults = cast("dict[str, Any]", given) if isinstance(given, dict) else {}
+            check_wake_options(idle.stream_options, defaults, self.agent.hooks)
+        return active, idle
+
+    def options(
+        self, active: IfActive, idle: IfIdle, queue: bool = False
+    ) -> tuple[str, str, bool, str, float, str | None]:
+        """The store's routing arguments after the signal's two records (``writes.RouteCall``
+        from ``if_active`` on), as :func:`send` routes: (if_active, if_idle, queue, owner,
+        ttl_s, agent_id)."""
+        agent = self.agent
+        assert agent.memory is not None
+        return (active.behavior, _idle_behavior(agent, idle), queue, agent.runtime.owner,
+                agent.memory.lease_ttl_s, agent.id)
+
+    def settle(
+        self, signal: Signal, target: Target, active: IfActive, idle: IfIdle,
+        result: RouteResult,
+    ) -> SignalReceipt:
+        """The receipt of ``signal``, whose routing ``result`` is committed: settled as a
+        send's is (a delivery accepted at once, a wake's run started)."""
+        loop = asyncio.get_running_loop()
+        receipt = SignalReceipt(signal, loop.create_future())
+        if active.behavior == "persist" or idle.behavior == "persist":
+            receipt.persist_future = loop.create_future()
+        self.agent.runtime.track(receipt.accepted)
+        _on_routed(self.agent, target, idle, receipt, result, None)
+        return receipt

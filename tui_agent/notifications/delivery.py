@@ -14,7 +14,9 @@ from typing import Any
 from tui_agent.notifications.policy import PRIORITIES, PRIORITY_RANK
 from tui_agent.notifications.ports import NotifyingAgent
 from tui_agent.notifications.records import MAX_DELIVERY_ATTEMPTS, NotificationRecord
-from tui_agent.signals import Signal, digest_signal, notification_signal
+from tui_agent.signals import Signal, digest_signal
+from tui_agent.signals.data import build_signal
+from tui_agent.signals.elements import notification_fields
 from tui_agent.store.contract import Store
 
 CLAIM_TTL_S = 60.0
@@ -32,15 +34,20 @@ def _as_dict(signal: Signal) -> dict[str, Any]:
 
 def full_signal(record: NotificationRecord) -> dict[str, Any]:
     """``<notification id source kind priority ...>summary</notification>``."""
+    return _as_dict(build_signal(full_fields(record), "notification"))
+
+
+def full_fields(record: NotificationRecord) -> dict[str, Any]:
+    """:func:`full_signal`'s fields, its attributes checked: what a sender that builds the
+    Signal itself from checked fields takes (``checked_signal``; notifications/inbox.py)."""
     attributes = dict(record.attributes)
     if record.coalesced_count > 1:
         attributes.setdefault("coalesced_count", record.coalesced_count)
-    sig = notification_signal(
+    return notification_fields(
         id=record.id, source=record.source, kind=record.kind, summary=record.summary,
         priority=record.priority, attributes=attributes,
-        metadata={**record.metadata, "notification_id": record.id},
+        metadata={**record.metadata, "notification_id": record.id}, tag_name="notification",
     )
-    return _as_dict(sig)
 
 
 async def _receipt(value: Any) -> Any:

@@ -8,6 +8,7 @@ timed summaries and deferred deliveries are left to the dispatcher, discard only
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -19,12 +20,14 @@ from tui_agent.notifications.policy import (
     PRIORITIES,
     PRIORITY_RANK,
     Decision,
+    DeliveryPolicy,
     agent_config,
     decide,
 )
 from tui_agent.notifications.ports import NotifyingAgent
 from tui_agent.notifications.records import STATUSES, NotificationRecord
 from tui_agent.signals import check_attributes, parse_if_idle, parse_target, unknown_keys_error
+from tui_agent.signals.data import Target, checked_signal, normalize_signal
 from tui_agent.signals.limits import (
     as_items,
     as_mapping,
@@ -32,10 +35,22 @@ from tui_agent.signals.limits import (
     check_limit,
     check_str,
     check_text,
+    input_limits,
 )
+from tui_agent.signals.stored import branch_records
 from tui_agent.store.codec import new_id
+from tui_agent.store.compound import nothing_after
 from tui_agent.store.contract import Store
-from tui_agent.store.records import to_datetime
+from tui_agent.store.dialect import Dialect
+from tui_agent.store.inbox import (
+    delivered_all_and_read,
+    delivered_and_read,
+    read_notification,
+    save_all_claimed,
+    save_on_thread,
+)
+from tui_agent.store.records import RouteResult, to_datetime
+from tui_agent.store.writes import RouteCall, Txn
 
 _KEYS = frozenset({
     "source", "kind", "summary", "priority", "payload", "dedupe_key", "coalesce_key",
@@ -305,6 +320,9 @@ async def send_notification_signal(
     ``"accepted"`` (the awaited routing result), ``"run_id"`` (wake/deliver) and ``"persisted"``
     (True when it was stored without waking). A send that failed leaves ``"delivery_error"``;
     the dispatcher retries it. Every record is validated and decided before any is stored.
+    One notification whose decision reads neither its merge target nor the thread's state is
+    stored, routed and marked in one write with its signal (a burst: one group commit;
+    tests/test_compound_signals.py).
     """
     memory = getattr(agent, "memory", None)
     if memory is None:
@@ -327,6 +345,10 @@ async def send_notification_signal(
         runtime.ensure_dispatcher()
     resource, thread = await _resolve_target(store, run_id, resource_id, thread_id)
     policy = agent_config(agent).delivery_policy
+    one_write = _one_write(agent, store, policy, checked, listed)
+    if one_write is not None:
+        return await _send_in_one_write(agent, one_write, policy, checked[0], resource, thread,
+                                        idle)
     state = await _thread_state(store, thread)
     planned: list[tuple[NotificationRecord, bool, Decision]] = []
     for item in checked:
@@ -371,4 +393,209 @@ async def _store_and_act(
         return {"record": await store.get_notification(rec.id), "decision": decision}
     out = await _act(agent, store, rec, decision, token, if_idle)
     record = await store.get_notification(rec.id)
+    return {"record": record, "decision": decision, **out}
+
+
+# -- one notification, one write ------------------------------------------------------------------
+# A notification whose decision does not depend on the record it may merge into nor on the
+# thread's state (a policy by source, or a default with no per-priority entries and no decide()),
+# sent now (deliver, persist) or left for the dispatcher: stored, routed and marked in one
+# compound write (``tui_agent.store.compound``), so a burst of them is one group commit.
+
+
+def _one_write(
+    agent: NotifyingAgent, store: Store, policy: DeliveryPolicy, checked: list[dict[str, Any]],
+    listed: bool,
+) -> tuple[Any, Any] | None:
+    """(the agent's signal routing, the store's compound queue), if this send can be one."""
+    routing = getattr(agent, "signal_routing", None)  # an Agent's (agent/router.py)
+    compound = getattr(store, "route_compound_then", None)
+    if routing is None or compound is None or listed or policy.decide is not None:
+        return None
+    if checked[0]["source"] not in policy.sources and (
+            policy.priorities or policy.default is None):
+        return None  # the decision reads the merged record's priority, or the thread's state
+    return routing, compound
+
+
+class _NotificationWrite:
+    """A notification as one compound write: its record found/merged and stored (claimed
+    for this send when it is sent now), its signal routed, the record marked delivered and
+    read back."""
+
+    __slots__ = ("active", "claim_expires_at", "decision", "fresh", "idle", "item", "kind",
+                 "merge_keys", "now", "options", "resource_id", "signal", "thread_id", "token")
+
+    def __init__(
+        self, item: dict[str, Any], fresh: NotificationRecord, decision: Decision,
+        thread_id: str, resource_id: str, routing: Any, if_idle: dict[str, Any],
+    ) -> None:
+        self.item, self.fresh, self.decision = item, fresh, decision  # fresh: if nothing merges
+        self.thread_id, self.resource_id = thread_id, resource_id
+        self.kind = _immediate(decision)
+        self.now = time.time()
+        self.token = f"inline:{new_id()}" if self.kind else None
+        self.claim_expires_at = self.now + delivery.CLAIM_TTL_S if self.token else None
+        self.merge_keys = (
+            None if item["dedupe_key"] is None and item["coalesce_key"] is None
+            else (item["source"], item["kind"], item["dedupe_key"], item["coalesce_key"]))
+        self.signal: Any = None
+        self.active = self.idle = self.options = None
+        if self.kind is not None and self.kind != "digest":
+            self.active, self.idle = _branches(routing, self.kind, if_idle)
+            self.options = routing.options(self.active, self.idle)
+
+    def build(self, existing: NotificationRecord | None) -> NotificationRecord:
+        rec = self.fresh if existing is None else _candidate(
+            self.item, existing, self.thread_id, self.resource_id)
+        return _scheduled(rec, self.decision, existing is not None, self.now)
+
+    def before(self, d: Dialect) -> Txn[NotificationRecord]:
+        rec = yield from save_on_thread(d, self.thread_id, self.resource_id, self.merge_keys,
+                                        self.build, self.now, self.token, self.claim_expires_at)
+        if self.token is None:  # not sent now: the record as this call left it (a later one
+            rec = yield from read_notification(d, rec.id)  # of the batch may merge into it)
+        return rec
+
+    @staticmethod
+    def before_all(
+        d: Dialect, calls: list[_NotificationWrite]
+    ) -> Txn[list[NotificationRecord]]:
+        """Every call's ``before`` in order: one batch when each record is claimed by its own
+        call (sent now), else one by one."""
+        if all(call.token is not None for call in calls):
+            return (yield from save_all_claimed(d, calls))
+        saved: list[NotificationRecord] = []
+        for call in calls:
+            saved.append((yield from call.before(d)))
+        return saved
+
+    def route(self, rec: NotificationRecord) -> RouteCall | None:
+        if self.options is None or self.active is None or self.idle is None:
+            return None  # left for the dispatcher (or a digest, sent after this write)
+        sent = delivery.full_fields(rec)  # checked: the record's, and its attributes here
+        if len(sent["attributes"]) + len(sent["metadata"]) > input_limits().max_attributes:
+            self.signal = normalize_signal(delivery.full_signal(rec))  # near a limit: as a
+        else:  # send checks it
+            self.signal = checked_signal(sent)
+        when_active, when_idle = branch_records(
+            self.signal, self.active.attributes, self.idle.attributes)
+        return (self.thread_id, self.resource_id, when_active, when_idle, *self.options)
+
+    def after(
+        self, d: Dialect, rec: NotificationRecord, routed: RouteResult | None
+    ) -> Txn[NotificationRecord]:
+        if self.token is None:
+            return nothing_after(d, rec, routed)  # read back as it was stored (before)
+        return delivered_and_read(d, rec.id, self.mark_token(routed), time.time())
+
+    def mark_token(self, routed: RouteResult | None) -> str | None:
+        """The token to mark the record delivered with now (None: not now). A wake is
+        delivered once its run has started (the caller marks it then, as before)."""
+        taken = routed is not None and routed.action in ("deliver", "persist")
+        return self.token if taken else None
+
+    @staticmethod
+    def after_all(
+        d: Dialect, calls: list[_NotificationWrite], values: list[NotificationRecord],
+        routed: list[RouteResult | None],
+    ) -> Txn[list[NotificationRecord]]:
+        """Every call's ``after`` in order: the marks and the reads back as one batch."""
+        if any(call.token is None for call in calls):
+            done: list[NotificationRecord] = []
+            for call, rec, decided in zip(calls, values, routed, strict=True):
+                done.append((yield from call.after(d, rec, decided)))
+            return done
+        return (yield from delivered_all_and_read(d, [
+            (rec.id, call.mark_token(decided))
+            for call, rec, decided in zip(calls, values, routed, strict=True)], time.time()))
+
+
+# The branches of a delivery sent now with no stream options (almost every one), parsed once
+# per behavior and never mutated (as the router's defaults).
+_PLAIN_BRANCHES: dict[str, tuple[Any, Any]] = {}
+
+
+def _branches(routing: Any, behavior: str, if_idle: dict[str, Any]) -> tuple[Any, Any]:
+    """The branches ``delivery.route`` sends a ``behavior`` ("deliver"/"persist") with."""
+    if not if_idle and behavior in _PLAIN_BRANCHES:
+        return _PLAIN_BRANCHES[behavior]
+    idle = dict(if_idle)
+    idle["behavior"] = "wake" if behavior == "deliver" else "persist"
+    if idle["behavior"] == "persist":
+        idle.pop("stream_options", None)
+    branches = routing.branches(
+        {"behavior": "deliver" if behavior == "deliver" else "persist"}, idle)
+    if not if_idle:
+        _PLAIN_BRANCHES[behavior] = branches
+    return branches
+
+
+def _scheduled(
+    rec: NotificationRecord, decision: Decision, merged: bool, now: float
+) -> NotificationRecord:
+    """``rec`` with the decision's schedule, as :func:`_store` stores it."""
+    discarded = decision.action == "discard"
+    return rec.model_copy(update={
+        "status": "discarded" if discarded else "pending",
+        "discarded_at": to_datetime(now) if discarded else None,
+        "summary_at": _earliest(rec.summary_at if merged else None, decision.summary_at),
+        "deliver_at": _earliest(rec.deliver_at if merged else None, decision.deliver_at),
+    })
+
+
+async def _send_in_one_write(
+    agent: NotifyingAgent, one_write: tuple[Any, Any], policy: DeliveryPolicy,
+    item: dict[str, Any], resource: str, thread: str, if_idle: dict[str, Any],
+) -> dict[str, Any]:
+    routing, compound = one_write
+    # The decision reads neither the merged record nor the thread's state (see _one_write).
+    fresh = _candidate(item, None, thread, resource)
+    decision = await decide(policy, fresh, "idle")
+    call = _NotificationWrite(item, fresh, decision, thread, resource, routing, if_idle)
+    done: asyncio.Future[tuple[NotificationRecord, RouteResult | None]] = (
+        asyncio.get_running_loop().create_future())
+
+    def then(rec: Any, routed: RouteResult | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result((rec, routed))
+
+    runtime: Any = agent.runtime
+    runtime.track(done)  # close() waits for it, as for a send's receipt
+    compound(then, call)
+    record, routed = await done
+    if call.kind is None:
+        return {"record": record, "decision": decision}
+    store = agent.memory.store  # pyright: ignore[reportOptionalMemberAccess]
+    assert call.token is not None
+    if call.kind == "digest":  # stored and claimed in the write; the digest goes out now
+        out = await _act(agent, store, record, decision, call.token, if_idle)
+        return {"record": await store.get_notification(record.id), "decision": decision, **out}
+    assert routed is not None
+    receipt = routing.settle(call.signal, Target(resource_id=resource, thread_id=thread),
+                             call.active, call.idle, routed)
+    try:
+        accepted = await receipt.accepted
+        out: dict[str, Any] = {"signal": receipt.signal, "accepted": accepted}
+        if accepted.get("run_id"):
+            out["run_id"] = accepted["run_id"]
+        if accepted.get("action") == "persist":
+            persisted = receipt.persisted
+            if persisted is not None:
+                await persisted
+            out["persisted"] = True
+    except Exception as exc:  # the woken run did not start: retried by the dispatcher
+        ids = await _claimed_ids(store, thread, call.token)
+        await delivery.mark_failed_attempt(store, ids, call.token, exc, time.time(),
+                                           digest=False)
+        return {"record": await store.get_notification(record.id), "decision": decision,
+                "delivery_error": f"{type(exc).__name__}: {exc}"}
+    if routed.action not in ("deliver", "persist"):  # a wake: delivered once its run started
+        ids = await _claimed_ids(store, thread, call.token)
+        await delivery.mark_delivered(store, ids, call.token, time.time())
+        record = await store.get_notification(record.id) or record
     return {"record": record, "decision": decision, **out}

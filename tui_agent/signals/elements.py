@@ -212,12 +212,23 @@ def notification_signal(
     Attributes are ``id, source, kind, priority`` then the record's extra ``attributes``; an
     extra attribute can never replace one of those four (it keeps to its own name or is dropped).
     """
+    fields = notification_fields(id=id, source=source, kind=kind, summary=summary,
+                                 priority=priority, attributes=attributes, metadata=metadata,
+                                 tag_name=tag_name)
+    return build_signal(fields, "notification")
+
+
+def notification_fields(
+    *, id: str, source: str, kind: str, summary: str, priority: str,
+    attributes: Mapping[str, Any] | None, metadata: Mapping[str, Any] | None, tag_name: str,
+) -> dict[str, Any]:
+    """The fields of :func:`notification_signal`'s signal (its attributes checked), for a
+    caller that builds the Signal itself from fields it checked (``checked_signal``)."""
     extra = {k: v for k, v in check_attributes(attributes).items()
              if k not in _CORE_NOTIFICATION_FIELDS}
     core = {"id": id, "source": source, "kind": kind, "priority": priority}
-    fields = {"type": "notification", "tag_name": tag_name, "contents": summary,
-              "attributes": {**core, **extra}, "metadata": dict(metadata or {})}
-    return build_signal(fields, "notification")
+    return {"type": "notification", "tag_name": tag_name, "contents": summary,
+            "attributes": {**core, **extra}, "metadata": dict(metadata or {})}
 
 
 def render_notification(

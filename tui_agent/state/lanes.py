@@ -8,6 +8,7 @@ value. Tests: ``tests/test_state_lanes.py``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import json
@@ -24,10 +25,24 @@ from tui_agent.signals import (
     parse_target,
     unknown_keys_error,
 )
-from tui_agent.signals.limits import check_id, check_json_value, check_limit, check_str
+from tui_agent.signals.data import IfActive, IfIdle, Signal, checked_signal
+from tui_agent.signals.limits import (
+    check_id,
+    check_json_value,
+    check_limit,
+    check_str,
+    input_limits,
+)
+from tui_agent.signals.stored import branch_records
 from tui_agent.store.codec import dumps
+from tui_agent.store.compound import nothing_after
 from tui_agent.store.contract import Store
-from tui_agent.store.records import StateLane, StateLaneVersion
+from tui_agent.store.dialect import Dialect
+from tui_agent.store.lanes import LanePut, put_lane, put_lanes
+from tui_agent.store.records import RouteResult, StateLane, StateLaneVersion
+from tui_agent.store.roles import Row
+from tui_agent.store.rows import lane_of
+from tui_agent.store.writes import RouteCall, Txn
 
 MODES: tuple[str, ...] = ("snapshot", "delta")
 _STATE_KEYS = frozenset(
@@ -154,6 +169,9 @@ class _StateIn:
             raise SignalError(
                 f"state attributes {clash} are set by the lane (its id and version); rename them"
             )
+        if len(self.attributes) + len(_LANE_ATTRIBUTES) > input_limits().max_attributes:
+            check_attributes({"id": self.lane_id, "version": 1, **self.attributes},
+                             "signal attributes")  # the signal's own error: too many
         metadata = state.get("metadata")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise SignalError(f"state metadata must be a dict, got {type(metadata).__name__}")
@@ -162,6 +180,12 @@ class _StateIn:
         contents = state.get("contents")
         self.contents = check_contents(dumps(payload) if contents is None else contents,
                                        "state contents")
+
+    def checked_signal(self, version: int) -> Signal:
+        """``normalize_signal(self.signal(version))`` without checking again what this
+        object checked when it was made (contents, tag, attributes, metadata; the two
+        attributes the lane adds are counted then)."""
+        return checked_signal(self.signal(version))
 
     def signal(self, version: int) -> dict[str, Any]:
         return {
@@ -234,7 +258,9 @@ async def send_state_signal(
     "accepted", "receipt"}`` where ``accepted`` is the awaited routing result (as
     ``await receipt.accepted`` gives it) and ``receipt`` the receipt of ``send_signal`` (its
     ``.persisted`` is there to await for a persisted signal). Every check runs before the lane
-    is touched.
+    is touched. To a named thread (on a store with compound writes) the lane's version and
+    the signal's routing are one transaction, so a burst is one group commit
+    (tests/test_compound_signals.py).
     """
     memory = getattr(agent, "memory", None)
     if memory is None:
@@ -243,13 +269,21 @@ async def send_state_signal(
             "threads (Agent(memory=Memory(...)))"
         )
     parsed = _StateIn(state)
-    parse_if_active(if_active)
-    parse_if_idle(if_idle)
+    if if_active is not None:  # None is the default branch: nothing to check
+        parse_if_active(if_active)
+    if if_idle is not None:
+        parse_if_idle(if_idle)
     store = memory.store
     named = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
+    compound = getattr(store, "route_compound_then", None)
+    routing = getattr(agent, "signal_routing", None)  # an Agent's (agent/router.py)
+    if (named.thread_id is not None and named.resource_id is not None and compound is not None
+            and routing is not None):
+        return await _send_in_one_write(
+            agent, routing, compound, parsed, named, if_active, if_idle)
     if named.thread_id is not None and named.resource_id is not None:
-        # The common send: the thread's check is in the lane's own transaction (one write,
-        # no read first: a burst of state signals shares the store's group commits).
+        # A store without compound writes: the thread's check is in the lane's own transaction
+        # (one write, no read first), then the signal is sent.
         thread, thread_resource = named.thread_id, named.resource_id
         written = await _store_version(store, thread, parsed, check_resource=thread_resource)
     else:
@@ -265,4 +299,78 @@ async def send_state_signal(
     )
     accepted = await receipt.accepted
     return {"skipped": False, "version": version, "lane": lane, "signal": receipt.signal,
+            "accepted": accepted, "receipt": receipt}
+
+
+class _LaneSignal:
+    """A state signal as one compound write (``tui_agent.store.compound``): the lane's new
+    version, then the signal naming that version routed, in one transaction of the store's
+    group commit (a burst of state signals: one commit). ``route`` builds the signal on the
+    store's writer, once the version is known."""
+
+    __slots__ = ("active", "idle", "options", "put", "signal", "thread_id")
+
+    def __init__(
+        self, put: LanePut, active: IfActive, idle: IfIdle,
+        options: tuple[str, str, bool, str, float, str | None], parsed: _StateIn,
+    ) -> None:
+        self.thread_id = put[0]
+        self.put, self.active, self.idle, self.options = put, active, idle, options
+        self.signal: Any = parsed  # the Signal sent, once ``route`` built it
+
+    def before(self, d: Dialect) -> Txn[Row | None]:
+        return put_lane(d, *self.put)
+
+    @staticmethod
+    def before_all(d: Dialect, calls: list[_LaneSignal]) -> Txn[list[Row | None]]:
+        return put_lanes(d, [call.put for call in calls])
+
+    def route(self, value: Row | None) -> RouteCall | None:
+        if value is None:
+            return None  # unchanged: nothing sent
+        self.signal = self.signal.checked_signal(int(value[2]))
+        when_active, when_idle = branch_records(
+            self.signal, self.active.attributes, self.idle.attributes)
+        return (self.thread_id, self.put[7] or "", when_active, when_idle, *self.options)
+
+    def after(self, d: Dialect, value: Row | None, routed: Any) -> Txn[Row | None]:
+        return nothing_after(d, value, routed)
+
+
+async def _send_in_one_write(
+    agent: Any, routing: Any, compound: Any, parsed: _StateIn, target: Any, if_active: Any,
+    if_idle: Any,
+) -> dict[str, Any]:
+    """``send_state_signal`` to a named thread: the lane and the signal in one write."""
+    active, idle = routing.branches(if_active, if_idle)
+    thread, resource = target.thread_id, target.resource_id
+    contents = parsed.contents if isinstance(parsed.contents, str) else dumps(parsed.contents)
+
+    def new_value(current: Any) -> Any:
+        return parsed.value if parsed.mode == "snapshot" else merge_patch(current, parsed.delta)
+
+    put: LanePut = (thread, parsed.lane_id, parsed.mode, parsed.cache_key, new_value,
+                    parsed.delta, contents, resource)
+    call = _LaneSignal(put, active, idle, routing.options(active, idle), parsed)
+    done: asyncio.Future[tuple[Any, Any]] = asyncio.get_running_loop().create_future()
+
+    def then(row: Row | None, routed: RouteResult | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        elif routed is None:
+            done.set_result((None, None))
+        else:
+            receipt = routing.settle(call.signal, target, active, idle, routed)
+            done.set_result((row, receipt))
+
+    agent.runtime.track(done)  # close() waits for it, as for a send's receipt
+    compound(then, call)
+    row, receipt = await done
+    if row is None:
+        return {"skipped": True, "reason": "unchanged"}
+    lane = lane_of(row)
+    accepted = await receipt.accepted
+    return {"skipped": False, "version": lane.version, "lane": lane, "signal": receipt.signal,
             "accepted": accepted, "receipt": receipt}

@@ -14,14 +14,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
-from tui_agent.errors import ConfigError
+import tui_agent.store.writes as writes
+from tui_agent.errors import ConfigError, SignalError
 from tui_agent.store.codec import dumps, new_id
 from tui_agent.store.contract import NotificationCursor
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.records import NOTIFICATION_STATUSES, NotificationRecord
-from tui_agent.store.roles import Args, Database, first
+from tui_agent.store.roles import Args, Database, Row, first
 from tui_agent.store.rows import NOTIFICATION_COLUMNS, notification_of
 from tui_agent.store.writes import Statement, Txn
 
@@ -334,9 +335,174 @@ def _save(
         if merged == 1:
             return rec
         rec = rec.model_copy(update={"id": new_id(), "coalesced_count": 1})
-    yield Statement(d.sql(_INSERT), (
+    yield Statement(d.sql(_INSERT), _insert_args(rec, now, claim_token, claim_expires_at))
+    return rec
+
+
+def _insert_args(
+    rec: NotificationRecord, now: float, claim_token: str | None, claim_expires_at: float | None
+) -> tuple[object, ...]:
+    return (
         rec.id, rec.thread_id, rec.resource_id, rec.source, rec.kind, rec.priority,
         rec.status, rec.summary, dumps(rec.payload), rec.dedupe_key, rec.coalesce_key, 1,
-        *common, now, now, *schedule, *claim,
-    ))
-    return rec
+        dumps(rec.attributes), dumps(rec.metadata), now, now, _ts(rec.discarded_at),
+        _ts(rec.deliver_at), _ts(rec.summary_at), claim_token, claim_expires_at,
+    )
+
+
+# -- a notification stored, sent and marked in one transaction (notifications/inbox.py) ---------
+
+
+def save_on_thread(
+    d: Dialect, thread_id: str, resource_id: str, merge_keys: tuple[str, str, str | None,
+    str | None] | None, build: Callable[[NotificationRecord | None], NotificationRecord],
+    now: float, claim_token: str | None, claim_expires_at: float | None,
+) -> Txn[NotificationRecord]:
+    """In the open transaction: the thread checked (created if new; ``SignalError`` if it is
+    another resource's), the record to merge into found (``merge_keys``: source, kind,
+    dedupe key, coalesce key; None: no merge), ``build(existing or None)`` stored as
+    :meth:`Inbox.save_notification` stores it (merged if ``existing`` was given). The record
+    as stored."""
+    owner: list[Row] = yield Statement(
+        d.sql("SELECT resource_id FROM threads WHERE id=?"), (thread_id,), rows=True)
+    if not owner:
+        yield from writes.ensure_thread(d, thread_id, resource_id)
+    elif owner[0][0] != resource_id:
+        raise SignalError(f"thread {thread_id!r} belongs to resource {owner[0][0]!r}, "
+                          f"not {resource_id!r}")
+    existing = None
+    if merge_keys is not None:
+        found: list[Row] = yield Statement(
+            d.sql(_MERGE), (thread_id, *merge_keys, now), rows=True)
+        existing = notification_of(found[0]) if found else None
+    record = build(existing)
+    return (yield from _save(d, record, existing is not None, now, claim_token,
+                             claim_expires_at))
+
+
+def delivered_and_read(
+    d: Dialect, notification_id: str, token: str | None, now: float
+) -> Txn[NotificationRecord]:
+    """Mark the record delivered where ``token``'s claim stands (as
+    :meth:`Inbox.mark_notifications_delivered`; no token: nothing marked), then the record as
+    stored."""
+    if token is not None:
+        yield Statement(d.sql(_DELIVERED), (now, now, notification_id, token))
+    return (yield from read_notification(d, notification_id))
+
+
+def read_notification(d: Dialect, notification_id: str) -> Txn[NotificationRecord]:
+    """The record as stored, read in the open transaction."""
+    found: list[Row] = yield Statement(d.sql(f"{_SELECT} WHERE id=?"), (notification_id,),
+                                       rows=True)
+    return notification_of(found[0])
+
+
+class ClaimedSave(Protocol):
+    """One call of :func:`save_all_claimed`: what :func:`save_on_thread` takes."""
+
+    thread_id: str
+    resource_id: str
+    merge_keys: tuple[str, str, str | None, str | None] | None
+    now: float
+    token: str | None
+    claim_expires_at: float | None
+
+    def build(self, existing: NotificationRecord | None) -> NotificationRecord: ...
+
+
+MANY_PENDING: Final = 500  # a thread with more waiting records: each call looks its own up
+_READ_CHUNK: Final = 50  # ids read back per statement (one statement's form: the last repeated)
+
+
+def save_all_claimed(d: Dialect, saves: Sequence[ClaimedSave]) -> Txn[list[NotificationRecord]]:
+    """:func:`save_on_thread` for each of ``saves``, in order, as if one after another, for
+    records each claimed by its own call (``token`` set: sent now): the batch form a burst of
+    notifications uses. Such a record is never a later call's merge target (it is claimed), so
+    the thread's mergeable records are read once and each call takes its target from them, a
+    target taken by one call (claimed now) leaving them; new records are inserted with one
+    ``executemany``. Raises what the first failing save would (the caller replays them one by
+    one). A thread with more than ``MANY_PENDING`` mergeable records: each looked up as
+    :func:`save_on_thread` does."""
+    assert all(save.token is not None for save in saves)
+    targets: dict[str, list[NotificationRecord]] = {}
+    for thread_id, resource_id in dict.fromkeys((s.thread_id, s.resource_id) for s in saves):
+        owner: list[Row] = yield Statement(
+            d.sql("SELECT resource_id FROM threads WHERE id=?"), (thread_id,), rows=True)
+        if not owner:
+            yield from writes.ensure_thread(d, thread_id, resource_id)
+        elif owner[0][0] != resource_id:
+            raise SignalError(f"thread {thread_id!r} belongs to resource {owner[0][0]!r}, "
+                              f"not {resource_id!r}")
+        if thread_id not in targets and any(
+                s.merge_keys is not None for s in saves if s.thread_id == thread_id):
+            found: list[Row] = yield Statement(d.sql(
+                f"{_SELECT} WHERE thread_id=? AND status='pending' AND {_UNCLAIMED}"
+                " ORDER BY updated_at DESC LIMIT ?"), (thread_id, saves[0].now, MANY_PENDING + 1),
+                rows=True)
+            if len(found) > MANY_PENDING:
+                return (yield from _each_saved(d, saves))
+            targets[thread_id] = [notification_of(row) for row in found]
+    saved: list[NotificationRecord] = []
+    inserts: list[tuple[object, ...]] = []
+    for save in saves:
+        expires = save.claim_expires_at
+        existing = None if save.merge_keys is None else _merge_target(
+            targets.get(save.thread_id, []), save.merge_keys)
+        rec = save.build(existing)
+        if existing is None:
+            inserts.append(_insert_args(rec, save.now, save.token, expires))
+            saved.append(rec)
+            continue
+        targets[save.thread_id].remove(existing)  # claimed by this call now
+        if inserts:  # in call order
+            yield Statement(d.sql(_INSERT), inserts, many=True)
+            inserts = []
+        saved.append((yield from _save(d, rec, True, save.now, save.token, expires)))
+    if inserts:
+        yield Statement(d.sql(_INSERT), inserts, many=True)
+    return saved
+
+
+def _merge_target(
+    pending: list[NotificationRecord], keys: tuple[str, str, str | None, str | None]
+) -> NotificationRecord | None:
+    """What ``_MERGE`` finds among ``pending`` (newest change first)."""
+    source, kind, dedupe_key, coalesce_key = keys
+    for rec in pending:
+        if rec.source == source and rec.kind == kind and (
+                (rec.dedupe_key is not None and rec.dedupe_key == dedupe_key)
+                or (rec.coalesce_key is not None and rec.coalesce_key == coalesce_key)):
+            return rec
+    return None
+
+
+def _each_saved(d: Dialect, saves: Sequence[ClaimedSave]) -> Txn[list[NotificationRecord]]:
+    saved: list[NotificationRecord] = []
+    for save in saves:
+        saved.append((yield from save_on_thread(
+            d, save.thread_id, save.resource_id, save.merge_keys, save.build, save.now,
+            save.token, save.claim_expires_at)))
+    return saved
+
+
+def delivered_all_and_read(
+    d: Dialect, marks: Sequence[tuple[str, str | None]], now: float
+) -> Txn[list[NotificationRecord]]:
+    """:func:`delivered_and_read` for each of ``marks`` (id, token or None), in order: one
+    ``executemany`` of the marks, the records read back a chunk of ids per statement."""
+    delivered = [(now, now, notification_id, token) for notification_id, token in marks
+                 if token is not None]
+    if delivered:
+        yield Statement(d.sql(_DELIVERED), delivered, many=True)
+    ids = [notification_id for notification_id, _ in marks]
+    records: dict[str, NotificationRecord] = {}
+    for start in range(0, len(ids), _READ_CHUNK):
+        chunk = ids[start:start + _READ_CHUNK]
+        chunk += [chunk[-1]] * (_READ_CHUNK - len(chunk))
+        found: list[Row] = yield Statement(d.sql(
+            f"{_SELECT} WHERE id IN ({','.join('?' * _READ_CHUNK)})"), tuple(chunk), rows=True)
+        for row in found:
+            record = notification_of(row)
+            records[record.id] = record
+    return [records[notification_id] for notification_id in ids]

@@ -139,3 +139,57 @@ def put_lane(
         None if mode == "snapshot" else dumps(delta), contents, now,
     ))
     return (thread_id, lane_id, version, mode, cache_key, value_json, now)
+
+
+LanePut = tuple[str, str, str, str, Callable[[Any], Any], Any, str, "str | None"]
+
+
+def put_lanes(d: Dialect, puts: list[LanePut]) -> Txn[list[Row | None]]:
+    """:func:`put_lane` for each of ``puts`` (its arguments), in order, as if one after
+    another: the batch form a burst of state signals uses (``state/lanes.py``). One lock, one
+    lookup per distinct lane and one ownership check per thread, then every lane's versions
+    computed in order and written with one ``executemany`` per table. Raises what the first
+    failing put would (the caller then replays them one by one)."""
+    lanes = sorted({(put[0], put[1]) for put in puts})
+    if d.lock_key is not None:  # sorted: two bursts take shared lanes' locks in one order
+        yield Statement(d.sql(d.lock_key),
+                        [(f"lane\x1f{thread}\x1f{lane}",) for thread, lane in lanes], many=True)
+    owners: dict[str, Any] = {}
+    for thread_id in sorted({put[0] for put in puts if put[7] is not None}):
+        found: list[Row] = yield Statement(
+            d.sql("SELECT resource_id FROM threads WHERE id=?"), (thread_id,), rows=True)
+        owners[thread_id] = found[0][0] if found else None
+    current: dict[tuple[str, str], list[Any] | None] = {}
+    for thread_id, lane_id in lanes:
+        got: list[Row] = yield Statement(d.sql(
+            "SELECT version, mode, cache_key, value FROM state_lanes"
+            " WHERE thread_id=? AND lane_id=?"), (thread_id, lane_id), rows=True)
+        current[(thread_id, lane_id)] = list(got[0]) if got else None
+    written: list[Row | None] = []
+    upserts: list[tuple[object, ...]] = []
+    history: list[tuple[object, ...]] = []
+    now = time.time()
+    for thread_id, lane_id, mode, cache_key, new_value, delta, contents, resource_id in puts:
+        if resource_id is not None:
+            owner = owners[thread_id]
+            if owner is None:
+                raise SignalError(
+                    f"no thread {thread_id!r}: state lanes live on an existing memory thread")
+            if owner != resource_id:
+                raise SignalError(
+                    f"thread {thread_id!r} belongs to resource {owner!r}, not {resource_id!r}")
+        lane = current[(thread_id, lane_id)]
+        if lane is not None and lane[1] == mode and lane[2] == cache_key:
+            written.append(None)
+            continue
+        version = int(lane[0]) + 1 if lane is not None else 1
+        value_json = dumps(new_value(loads(lane[3]) if lane is not None else None))
+        current[(thread_id, lane_id)] = [version, mode, cache_key, value_json]
+        upserts.append((thread_id, lane_id, version, mode, cache_key, value_json, now))
+        history.append((thread_id, lane_id, version, mode, cache_key, value_json,
+                        None if mode == "snapshot" else dumps(delta), contents, now))
+        written.append((thread_id, lane_id, version, mode, cache_key, value_json, now))
+    if upserts:
+        yield Statement(d.sql(_UPSERT), upserts, many=True)
+        yield Statement(d.sql(_HISTORY), history, many=True)
+    return written

@@ -27,11 +27,12 @@ import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
-from typing import TypeVar, TypeVarTuple
+from typing import Any, TypeVar, TypeVarTuple
 
 import tui_agent.store.postgres_txn as txn
 from tui_agent.errors import StoreError, StoreFullError
 from tui_agent.store.composed import ComposedStore
+from tui_agent.store.compound import CompoundCall, Done
 from tui_agent.store.dialect import POSTGRES, Dialect
 from tui_agent.store.location import without_password
 from tui_agent.store.pg_driver import INSTALL_HINT, PgConnection, PgPool, require_asyncpg
@@ -334,6 +335,15 @@ class PostgresStore(ComposedStore):
             then,
         )
 
+    def route_compound_then(
+        self, then: Callable[[Any, RouteResult | None, BaseException | None], None],
+        call: CompoundCall,
+    ) -> None:
+        """A write and the routing of the signal it makes, in one transaction (``compound.py``),
+        queued for the next routing group (``postgres_group.py``): ``then(value, routed,
+        error)`` once it is committed (``routed`` None: nothing was routed)."""
+        self._routes.submit(call, partial(_compound_done, then))
+
     async def route_signal(
         self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
@@ -397,6 +407,16 @@ async def migrate(conn: PgConnection, shown: str) -> None:
             await conn.execute(MIGRATIONS[number])
         if version != SCHEMA_VERSION:
             await conn.execute("UPDATE tui_agent_schema SET version=$1", SCHEMA_VERSION)
+
+
+def _compound_done(
+    then: Callable[[Any, RouteResult | None, BaseException | None], None],
+    done: Done | None, error: BaseException | None,
+) -> None:
+    if error is not None or done is None:
+        then(None, None, error)
+        return
+    then(done[0], done[1], None)
 
 
 def _settle_future(

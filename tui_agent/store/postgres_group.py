@@ -17,6 +17,10 @@ transaction, as on SQLite (``SqliteStore``'s writer), with the same guarantees.
 - **Durable when accepted**: a caller hears of its signal only once the transaction holding it
   committed.
 
+- **Compound writes** (``compound.py``: a state lane's version, a notification's record, each
+  with its signal) queue beside the plain routes and keep all of the above: consecutive ones
+  run as one ``compound.compounds`` batch in arrival order (tests/test_compound_signals.py).
+
 A group of one delivery into a live run takes the one-round-trip ``tui_agent_deliver_signal``
 instead (its own transaction, under the same lock). Tests: tests/test_postgres_group_commit.py;
 measured by benchmarks/bench_signal_speed.py.
@@ -28,17 +32,23 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from typing import Any
 
+import tui_agent.store.compound as compound_writes
 import tui_agent.store.postgres_txn as pg_txn
 import tui_agent.store.writes as writes
 from tui_agent.store.codec import dumps
+from tui_agent.store.compound import CompoundCall, Done
 from tui_agent.store.dialect import POSTGRES
 from tui_agent.store.pg_driver import PgConnection
 from tui_agent.store.records import RouteResult
 from tui_agent.store.writes import RouteCall
 
-Then = Callable[[RouteResult | None, BaseException | None], None]
-Outcome = RouteResult | Exception  # one call's decision, or the error only its caller gets
+Then = Callable[[Any, BaseException | None], None]
+# One call's decision (a compound's value and decision), or the error only its caller gets.
+Outcome = RouteResult | Done | Exception
+Call = RouteCall | CompoundCall  # a signal's routing, or a compound write (compound.py)
 GroupBody = Callable[[PgConnection], Awaitable[list[Outcome]]]
 # Every advisory lock of a group in one statement: the keys are passed sorted (unnest keeps
 # their order), so groups in different processes take shared keys in the same order.
@@ -48,7 +58,7 @@ DELIVER_ONE = "SELECT tui_agent_deliver_signal($1, $2, $3, $4, $5, $6, $7)"
 
 @dataclass(slots=True)
 class _Queued:
-    call: RouteCall
+    call: Call
     then: Then
 
 
@@ -77,9 +87,10 @@ class RouteGroups:
         """Signals queued for the next group (not yet taken by the writer)."""
         return len(self._queue)
 
-    def submit(self, call: RouteCall, then: Then) -> None:
+    def submit(self, call: Call, then: Then) -> None:
         """Queue ``call`` for the next group; ``then(result, error)`` once it is committed
-        (or failed)."""
+        (or failed): a routing's result is its ``RouteResult``, a compound's its ``(value,
+        RouteResult or None)``."""
         self._queue.append(_Queued(call, then))
         if self._writer is None:
             loop = asyncio.get_running_loop()
@@ -112,11 +123,14 @@ class RouteGroups:
             if isinstance(outcome, Exception):
                 _hand(queued.then, None, outcome)
                 continue
-            self._committed(queued.call[0], outcome)
+            if isinstance(outcome, RouteResult):
+                self._committed(_thread(queued.call), outcome)
+            elif outcome[1] is not None:  # a compound that routed its signal
+                self._committed(_thread(queued.call), outcome[1])
             _hand(queued.then, outcome, None)
 
-    async def _outcomes(self, calls: list[RouteCall]) -> list[Outcome]:
-        if len(calls) == 1 and _delivers(calls[0]):
+    async def _outcomes(self, calls: list[Call]) -> list[Outcome]:
+        if len(calls) == 1 and isinstance(calls[0], tuple) and _delivers(calls[0]):
             run_id = await self._deliver_one(calls[0])
             if run_id is not None:
                 return [RouteResult("deliver", run_id)]
@@ -128,25 +142,43 @@ def _delivers(call: RouteCall) -> bool:
     return if_active == "deliver" and not queue
 
 
-async def route_group(conn: PgConnection, calls: Sequence[RouteCall]) -> list[Outcome]:
+async def route_group(conn: PgConnection, calls: Sequence[Call]) -> list[Outcome]:
     """Route ``calls`` in the open transaction on ``conn``: every thread's lock, then the batch
-    in a savepoint; if it raises, each call alone in a savepoint of its own (its error is its
-    outcome)."""
-    threads = sorted({call[0] for call in calls})
+    in a savepoint (consecutive routings as one ``writes.route_signals``, consecutive compounds
+    as one ``compound.compounds``, in arrival order); if it raises, each call alone in a
+    savepoint of its own (its error is its outcome)."""
+    threads = sorted({_thread(call) for call in calls})
     await conn.fetchval(_LOCK_ALL, threads)
     try:
         async with conn.transaction():  # a savepoint inside the group's transaction
-            return list(await pg_txn.drive(conn, writes.route_signals(POSTGRES, calls)))
+            batched: list[Outcome] = []
+            for plain, run in groupby(calls, key=lambda call: isinstance(call, tuple)):
+                if plain:
+                    routings: list[RouteCall] = list(run)  # pyright: ignore[reportAssignmentType]
+                    batched += await pg_txn.drive(conn, writes.route_signals(POSTGRES, routings))
+                else:
+                    writes_: list[CompoundCall] = list(run)  # pyright: ignore[reportAssignmentType]
+                    batched += await pg_txn.drive(
+                        conn, compound_writes.compounds(POSTGRES, writes_))
+            return batched
     except Exception:
         pass  # replayed one by one below: the error reaches only the caller that caused it
     outcomes: list[Outcome] = []
     for call in calls:
         try:
             async with conn.transaction():
-                outcomes.append(await pg_txn.route_signal(conn, *call))
+                if isinstance(call, tuple):
+                    outcomes.append(await pg_txn.route_signal(conn, *call))
+                else:
+                    outcomes.append(await pg_txn.drive(
+                        conn, compound_writes.compound(POSTGRES, call)))
         except Exception as error:
             outcomes.append(error)
     return outcomes
+
+
+def _thread(call: Call) -> str:
+    return call[0] if isinstance(call, tuple) else call.thread_id
 
 
 def deliver_args(call: RouteCall) -> tuple[object, ...]:
@@ -156,7 +188,7 @@ def deliver_args(call: RouteCall) -> tuple[object, ...]:
             signal.data_json or dumps(signal.data), time.time())
 
 
-def _hand(then: Then, result: RouteResult | None, error: BaseException | None) -> None:
+def _hand(then: Then, result: Any, error: BaseException | None) -> None:
     try:
         then(result, error)
     except Exception as failure:  # the other callers of the group must still hear

@@ -43,6 +43,7 @@ from tui_agent.events import echo_source, echo_type
 from tui_agent.store.aiosqlite_private import make_worker_daemon, run_with_connection
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.composed import ComposedStore
+from tui_agent.store.compound import CompoundCall
 from tui_agent.store.dialect import SQLITE, Dialect
 from tui_agent.store.files import prepare_store_file, tighten_sidecars, unusable_store_error
 from tui_agent.store.location import MEMORY, default_location, sqlite_path
@@ -443,6 +444,28 @@ class SqliteStore(ComposedStore):
              owner, ttl_s, agent_id),
             None, partial(self._after_route, thread_id, then),
         ))
+
+    def route_compound_then(
+        self, then: Callable[[Any, RouteResult | None, BaseException | None], None],
+        call: CompoundCall,
+    ) -> None:
+        """A write and the routing of the signal it makes, in one transaction (``compound.py``),
+        queued for the next group commit: ``then(value, routed, error)`` once it is committed
+        (``routed`` None: nothing was routed). A burst of them is one batch of the group."""
+        self.submit_then(partial(self._after_compound, call.thread_id, then), txn.compound, call)
+
+    def _after_compound(
+        self, thread_id: str,
+        then: Callable[[Any, RouteResult | None, BaseException | None], None],
+        outcome: txn.Outcome,
+    ) -> None:
+        if outcome.error is not None:
+            then(None, None, outcome.error)
+            return
+        value, routed = outcome.value
+        if routed is not None and routed.action != "discard":
+            self.notify(thread_id)
+        then(value, routed, None)
 
     def _after_route(
         self,

@@ -18,6 +18,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any, Concatenate, ParamSpec, TypeVar, TypeVarTuple
 
+import tui_agent.store.compound as compound_writes
 import tui_agent.store.writes as writes
 from tui_agent.store.dialect import SQLITE, Dialect
 from tui_agent.store.reads import RESUME
@@ -153,10 +154,16 @@ def in_dialect(conn: Conn, write: Callable[[Dialect, *Ts], Txn[T]], *args: *Ts) 
     return drive(conn, write(SQLITE, *args))
 
 
-# The bodies the store's queued writes run (group commit keys its batch form on route_signal).
+# The bodies the store's queued writes run (group commit keys its batch forms on route_signal
+# and compound).
 append = on_sqlite(writes.append)
 append_as_run = on_sqlite(writes.append_as_run)
 route_signal = on_sqlite(writes.route_signal)
+compound = on_sqlite(compound_writes.compound)  # a write and its signal's routing (compound.py)
+
+
+def _compounds(d: Dialect, calls: list[tuple[compound_writes.CompoundCall]]) -> Txn[Any]:
+    return compound_writes.compounds(d, [call for (call,) in calls])
 
 
 def signal_row(
@@ -171,4 +178,5 @@ def signal_row(
 # Bodies whose consecutive writes in one group run as one call (see in_group).
 BATCH_FORMS: dict[Callable[..., Any], Callable[[Conn, list[Any]], list[Any]]] = {
     route_signal: on_sqlite(writes.route_signals),
+    compound: on_sqlite(_compounds),
 }
