@@ -1,7 +1,10 @@
 """The scrolling list of a pane's entries, kept in step with its ``Transcript``.
 
 - **Bounded**: at most ``MAX_ENTRIES`` entries are mounted, however long the session runs;
-  older ones are pruned from the top and paged back in from memory when you scroll up.
+  older ones are pruned from the top and paged back in from memory when you scroll up. A pane
+  that is not focused (``sync(compact=True)``) keeps fewer: its newest ``COMPACT_SCREENS``
+  screenfuls of lines, so the app's layouts (each arranges every mounted widget of every pane)
+  weigh mostly the pane being read (tests/app/test_pane_controls.py).
 - **Follow mode**: the view follows new output only while it is at the bottom. Scrolled up, it
   stays put and counts what arrived below ("↓ N new"); End or scrolling back down resumes.
 - **Painted lines let go**: Textual keeps every line it painted of a widget (a ``Strip`` with
@@ -33,6 +36,10 @@ MAX_ENTRIES = 60  # mounted entries per pane (an answer is 3 widgets): ~≤ 200 
 # (and in every full pass of the garbage collector), so a pane of long answers keeps ~2,000
 # lines; older ones page back in from memory (benchmarks/bench_app_soak.py).
 MAX_TEXT_CHARS = 100_000
+# A pane that is not focused keeps mounted its newest entries that fill this many screenfuls
+# (at least COMPACT_MIN_ENTRIES): what it shows is the same, its scrollback pages in from memory.
+COMPACT_SCREENS = 2
+COMPACT_MIN_ENTRIES = 8
 SELECTABLE = ("user", "assistant", "tool", "signal")  # what up/down select
 CLICK_SELECTS = ("user", "assistant", "signal")
 WIDGETS = {"user": UserMessage, "assistant": AssistantMessage, "tool": ToolCall,
@@ -100,11 +107,12 @@ class TranscriptView(VerticalScroll, can_focus=True):
 
     # -- syncing -------------------------------------------------------------------------------
 
-    async def sync(self) -> int:
+    async def sync(self, *, compact: bool = False) -> int:
         """Mount what the transcript added, refresh what changed, remove what it dropped.
+        ``compact`` (a pane not focused): keep only the entries of the last few screenfuls.
         Returns how many old entries were pruned from the top (history can page them back)."""
-        pruned = (self.transcript.prune_to(MAX_ENTRIES, MAX_TEXT_CHARS) if self.following
-                  else 0)
+        keep = self._compact_keep() if compact else MAX_ENTRIES
+        pruned = (self.transcript.prune_to(keep, MAX_TEXT_CHARS) if self.following else 0)
         changes = self.transcript.take_changes(with_added=self.following)
         with self.app.batch_update():
             for entry in changes.removed:
@@ -129,6 +137,19 @@ class TranscriptView(VerticalScroll, can_focus=True):
             self._grown_below.update(entry.key for entry in changes.changed)
         self.unseen = self.transcript.waiting + len(self._grown_below)
         return pruned
+
+    def _compact_keep(self) -> int:
+        """How many of the newest entries fill ``COMPACT_SCREENS`` screenfuls (an entry not
+        laid out yet counts one line, so the estimate keeps more, never fewer)."""
+        budget = COMPACT_SCREENS * max(1, self.scrollable_content_region.height)
+        lines = count = 0
+        for entry in reversed(self.transcript.entries):
+            widget = self._widgets.get(entry.key)
+            lines += max(1, widget.outer_size.height + widget.styles.margin.top) if widget else 1
+            count += 1
+            if lines >= budget and count >= COMPACT_MIN_ENTRIES:
+                break
+        return min(MAX_ENTRIES, count)
 
     def _release_scrolled_out(self) -> None:
         """Refresh (which drops Textual's painted lines of) each entry that left the view since
