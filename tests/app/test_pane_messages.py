@@ -153,6 +153,14 @@ async def test_state_notification_and_reminder_signals_each_have_their_own_line(
         assert view.children[1].id == f"entry-{middle.key}"
         await until(pilot, lambda: signal_lines(pane) == before, "the same lines, painted")
         assert view.selected_entry() is middle
+        # The last line split out of its run of one: a signal that arrives next still shows.
+        view.select(pane.feed.transcript.entries[2].key)
+        await until(pilot, lambda: [type(w) for w in view.children]
+                    == [SignalRun, SignalLine, SignalLine], "the last line split out")
+        await agent.send_signal({"type": "reactive", "contents": "lunch at noon"},
+                                if_idle={"behavior": "persist"}, **target).accepted
+        await until(pilot, lambda: any("lunch at noon" in line for line in signal_lines(pane)),
+                    "the next signal's line")
 
 
 async def test_a_failed_run_is_one_clear_line_in_the_pane(make_app: AppFactory) -> None:

@@ -186,7 +186,7 @@ class TranscriptView(VerticalScroll, can_focus=True):
                 widgets.append(widget)
             else:
                 tail = widgets[-1] if widgets else last
-                if isinstance(tail, SignalRun):
+                if isinstance(tail, SignalRun) and (tail.entries or tail in runs):
                     widget = tail
                 else:
                     widget = SignalRun([])
@@ -225,7 +225,8 @@ class TranscriptView(VerticalScroll, can_focus=True):
             self.mount(line, before=run)
             if after:
                 run.keep(after)
-            else:
+            else:  # gone once pruned: no signal added meanwhile may join it (``_mount``)
+                run.entries = []
                 run.remove()
         return line
 
