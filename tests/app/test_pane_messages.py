@@ -209,3 +209,29 @@ async def test_a_notification_typed_by_hand_shows_no_empty_fields(make_app: AppF
         line = signal_lines(pane)[0]
         assert "✉ notification" in line and "the deploy is done" in line
         assert "/ ()" not in line and "· /" not in line
+
+
+async def test_a_click_on_a_line_of_a_signal_run_selects_that_signal(
+    make_app: AppFactory,
+) -> None:
+    app = make_app()
+    agent = app.config.agent
+    target = {"resource_id": "me", "thread_id": "main"}
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane = pane_of(app)
+        await until(pilot, lambda: pane.feed.attached, "the pane subscribed")
+        await agent.memory.create_thread("main", resource_id="me")
+        for text in ("first tick", "second tick", "third tick"):
+            await agent.send_signal({"type": "reactive", "contents": text},
+                                    if_idle={"behavior": "persist"}, **target).accepted
+        await until(pilot, lambda: len(signal_lines(pane)) >= 3, "three signal lines")
+        await drained(pilot, pane)
+        run = pane.query_one(SignalRun)
+        assert len(run.entries) == 3
+        await pilot.click(run, offset=(10, 2))
+        view = pane.transcript_view()
+        third = pane.feed.transcript.entries[2]
+        await until(pilot, lambda: view.selected == third.key, "the third line selected")
+        await until(pilot, lambda: [type(w) for w in view.children] == [SignalRun, SignalLine],
+                    "split out of its run")
+        assert "third tick" in screen_text(view.children[1])
