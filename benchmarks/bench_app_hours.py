@@ -102,7 +102,7 @@ class Minute:
         self.cpu0, self.wall0 = time.process_time(), time.monotonic()
         self.frames0, self.layouts0 = Frames.count, Frames.layouts
 
-    def row(self, answers: int) -> dict[str, float]:
+    def row(self, answers: int, widgets: int = 0) -> dict[str, float]:
         wall = time.monotonic() - self.wall0
         lag, paint = sorted(self.lag) or [0.0], sorted(self.paint) or [0.0]
         return {"cpu": (time.process_time() - self.cpu0) / wall * 100,
@@ -110,7 +110,7 @@ class Minute:
                 "paint_p95": paint[int(0.95 * (len(paint) - 1))] * 1e3,
                 "rss": rss_mib(), "answers": float(answers),
                 "fps": (Frames.count - self.frames0) / wall,
-                "layouts": (Frames.layouts - self.layouts0) / wall}
+                "layouts": (Frames.layouts - self.layouts0) / wall, "widgets": float(widgets)}
 
 
 async def soak(args: argparse.Namespace, base_url: str) -> list[dict[str, float]]:
@@ -186,13 +186,14 @@ async def soak(args: argparse.Namespace, base_url: str) -> list[dict[str, float]
                 for task in work:
                     if task.done() and task.exception() is not None:
                         raise RuntimeError("a driver failed") from task.exception()
-                row = minute.row(answers)
+                row = minute.row(answers, sum(1 for _ in app.screen.walk_children()))
                 minute = Minute()
                 rows.append(row)
                 print(f"  min {len(rows):3}: CPU {row['cpu']:4.0f}%, lag p95 "
                       f"{row['lag_p95']:4.0f} ms, key→paint p95 {row['paint_p95']:4.0f} ms, "
                       f"RSS {row['rss']:6.1f} MiB, {row['answers']:.0f} answers, "
-                      f"{row['fps']:.0f} frames/s ({row['layouts']:.0f} layouts)", flush=True)
+                      f"{row['fps']:.0f} frames/s ({row['layouts']:.0f} layouts), "
+                      f"{row['widgets']:.0f} widgets", flush=True)
             await asyncio.wait_for(asyncio.gather(*work), 60)
             lag.cancel()
     finally:

@@ -12,7 +12,7 @@ from textual.widgets._toast import Toast
 
 from tui_agent.app.bridge import FIRST_PAGE
 from tui_agent.app.screens.confirm import ConfirmScreen
-from tui_agent.app.widgets import thread_pane
+from tui_agent.app.widgets import thread_pane, transcript_view
 from tui_agent.app.widgets.assistant_message import AssistantMessage
 from tui_agent.app.widgets.transcript_view import MAX_ENTRIES, TranscriptView
 from tui_agent.app.widgets.waiting_signals import WaitingSignals
@@ -256,3 +256,35 @@ async def test_an_answers_end_shows_at_once_not_at_the_panes_next_tick(
 
         await until(pilot, shown, "the answer's end on screen", timeout=10)
         await until(pilot, lambda: pane.header_state.state == "idle", "the pane idle")
+
+
+async def test_a_pane_not_focused_keeps_only_its_last_screenfuls_mounted(
+    make_app: AppFactory,
+) -> None:
+    """Unfocused, a pane keeps COMPACT_SCREENS screenfuls of its newest entries mounted (its
+    view shows the same newest lines); focused again, scrolling to the top pages the rest in."""
+    app = make_app(threads=[("me", "left"), ("me", "right")])
+    memory = app.config.agent.memory
+    await memory.create_thread("left", resource_id="me")
+    messages = [{"role": "user" if i % 2 == 0 else "assistant",
+                 "content": f"line one\nline two\nmessage {i}"} for i in range(200)]
+    await memory.save_messages(messages, thread_id="left", resource_id="me")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: all(p.feed.attached for p in app.panes), "two panes")
+        left, right = app.panes
+        assert app.focused_pane() is right
+        view = left.transcript_view()
+        await until(pilot, lambda: view.widget_count() > 0, "the newest page")
+        left.schedule_sync()
+        await drained(pilot, left)
+        await until(pilot, lambda: view.widget_count() < FIRST_PAGE, "compacted")
+        keep = view.widget_count()
+        assert keep >= transcript_view.COMPACT_MIN_ENTRIES
+        height = view.scrollable_content_region.height
+        lines = sum(w.outer_size.height + w.styles.margin.top for w in view.children)
+        assert lines >= transcript_view.COMPACT_SCREENS * height - 2
+        assert left.feed.transcript.entries[-1].text.endswith("message 199")
+        await pilot.click(left, offset=(10, 5))
+        await until(pilot, lambda: app.focused_pane() is left, "focused")
+        view.scroll_home(animate=False)
+        await until(pilot, lambda: view.widget_count() > keep, "older history paged back in")

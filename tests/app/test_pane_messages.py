@@ -13,6 +13,7 @@ from tui_agent import create_tool
 from tui_agent.app.widgets.assistant_message import AssistantMessage
 from tui_agent.app.widgets.run_marker import RunMarker
 from tui_agent.app.widgets.signal_line import SignalLine
+from tui_agent.app.widgets.signal_run import SignalRun
 from tui_agent.app.widgets.tool_call import ToolCall
 from tui_agent.app.widgets.user_message import UserMessage
 
@@ -20,6 +21,12 @@ from tui_agent.app.widgets.user_message import UserMessage
 def screen_text(widget: Any) -> str:
     """The widget's text as painted (its visual, not its source)."""
     return "\n".join(strip.text for strip in widget.render_lines(widget.region.reset_offset))
+
+
+def signal_lines(pane: Any) -> list[str]:
+    """The signal lines as painted, whether in a run of them or a widget of their own."""
+    return [line for widget in pane.query("SignalLine, SignalRun")
+            for line in screen_text(widget).split("\n")]
 
 
 async def type_and_send(pilot: Any, text: str) -> None:
@@ -120,11 +127,11 @@ async def test_state_notification_and_reminder_signals_each_have_their_own_line(
         receipt = agent.send_signal({"type": "reactive", "contents": "stand-up in 5 min"},
                                     if_idle={"behavior": "persist"}, **target)
         await receipt.accepted
-        await until(pilot, lambda: len(pane.query(SignalLine)) >= 3, "three signal lines")
+        await until(pilot, lambda: len(signal_lines(pane)) >= 3, "three signal lines")
         await drained(pilot, pane)
 
         def shown() -> bool:  # what the lines show once the sync under way has refreshed them
-            lines = [screen_text(line) for line in pane.query(SignalLine)]
+            lines = signal_lines(pane)
             return (any("⟳ state browser v1" in line and "https://x/42" in line for line in lines)
                     and any(line.lstrip().startswith("✉") and "ci" in line for line in lines)
                     and any("↺ system-reminder" in line and "stand-up" in line
@@ -132,6 +139,28 @@ async def test_state_notification_and_reminder_signals_each_have_their_own_line(
 
         await until(pilot, shown, "the state, notification and reminder lines")
         assert not pane.query(UserMessage)
+        # The three lines are one widget; selecting one gives it a widget of its own, between
+        # runs of the others, and the lines read as before.
+        assert len(pane.query(SignalRun)) == 1 and not pane.query(SignalLine)
+        before = signal_lines(pane)
+        view = pane.transcript_view()
+        middle = pane.feed.transcript.entries[1]
+        view.focus()
+        view.select(middle.key)
+        await until(pilot, lambda: [w.has_class("-selected") for w in view.children]
+                    == [False, True, False], "the middle line split out, selected")
+        assert [type(w) for w in view.children] == [SignalRun, SignalLine, SignalRun]
+        assert view.children[1].id == f"entry-{middle.key}"
+        await until(pilot, lambda: signal_lines(pane) == before, "the same lines, painted")
+        assert view.selected_entry() is middle
+        # The last line split out of its run of one: a signal that arrives next still shows.
+        view.select(pane.feed.transcript.entries[2].key)
+        await until(pilot, lambda: [type(w) for w in view.children]
+                    == [SignalRun, SignalLine, SignalLine], "the last line split out")
+        await agent.send_signal({"type": "reactive", "contents": "lunch at noon"},
+                                if_idle={"behavior": "persist"}, **target).accepted
+        await until(pilot, lambda: any("lunch at noon" in line for line in signal_lines(pane)),
+                    "the next signal's line")
 
 
 async def test_a_failed_run_is_one_clear_line_in_the_pane(make_app: AppFactory) -> None:
@@ -176,7 +205,33 @@ async def test_a_notification_typed_by_hand_shows_no_empty_fields(make_app: AppF
         pane = pane_of(app)
         await until(pilot, lambda: pane.feed.attached, "the pane subscribed")
         await type_and_send(pilot, "/signal notification the deploy is done")
-        await until(pilot, lambda: bool(pane.query(SignalLine)), "the notification's line")
-        line = screen_text(pane.query(SignalLine).first())
+        await until(pilot, lambda: bool(signal_lines(pane)), "the notification's line")
+        line = signal_lines(pane)[0]
         assert "✉ notification" in line and "the deploy is done" in line
         assert "/ ()" not in line and "· /" not in line
+
+
+async def test_a_click_on_a_line_of_a_signal_run_selects_that_signal(
+    make_app: AppFactory,
+) -> None:
+    app = make_app()
+    agent = app.config.agent
+    target = {"resource_id": "me", "thread_id": "main"}
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane = pane_of(app)
+        await until(pilot, lambda: pane.feed.attached, "the pane subscribed")
+        await agent.memory.create_thread("main", resource_id="me")
+        for text in ("first tick", "second tick", "third tick"):
+            await agent.send_signal({"type": "reactive", "contents": text},
+                                    if_idle={"behavior": "persist"}, **target).accepted
+        await until(pilot, lambda: len(signal_lines(pane)) >= 3, "three signal lines")
+        await drained(pilot, pane)
+        run = pane.query_one(SignalRun)
+        assert len(run.entries) == 3
+        await pilot.click(run, offset=(10, 2))
+        view = pane.transcript_view()
+        third = pane.feed.transcript.entries[2]
+        await until(pilot, lambda: view.selected == third.key, "the third line selected")
+        await until(pilot, lambda: [type(w) for w in view.children] == [SignalRun, SignalLine],
+                    "split out of its run")
+        assert "third tick" in screen_text(view.children[1])

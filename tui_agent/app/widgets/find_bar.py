@@ -208,10 +208,10 @@ class FindBar(Horizontal):
         view = self.pane.transcript_view()
         for entry in self.pane.feed.transcript.entries:
             if entry.message_id in ids:
-                for widget in view.query(f"#entry-{entry.key}"):
-                    if widget is not current:
-                        widget.styles.background = accent.with_alpha(0.12)
-                        self._tinted.append(widget)
+                widget = view.entry_widget(entry.key)
+                if widget is not None and widget is not current:
+                    widget.styles.background = accent.with_alpha(0.12)
+                    self._tinted.append(widget)
         current.styles.background = accent.with_alpha(0.35)
         self._tinted.append(current)
 

@@ -68,11 +68,13 @@ class PaneHeader(Static):
 
     def show(self) -> None:
         """Repaint when the header's text changed (a pane syncs many times a second while it
-        streams; the header changes about once a second, on a whole second)."""
+        streams; the header changes about once a second, on a whole second). A repaint, not a
+        layout: the header is one row whatever it says, and a layout arranges every widget of
+        every pane."""
         content = render_header(self.state, math.floor(time.monotonic()))
         if content != self._shown:
             self._shown = content
-            self.update(content)
+            self.update(content, layout=False)
 
 
 def render_header(state: HeaderState, now: float) -> Content:

@@ -29,7 +29,11 @@ async def answers_rendered(view: Widget) -> None:
 
 async def widget_of(view: Widget, entry: Entry) -> Widget | None:
     """The mounted widget of ``entry`` in ``view``, once it is mounted (None: not within
-    ``WAIT_S``)."""
+    ``WAIT_S``). A signal drawn in a run of them is given a widget of its own first."""
+    from tui_agent.app.widgets.transcript_view import TranscriptView
+
+    if isinstance(view, TranscriptView):
+        view.entry_widget(entry.key)
 
     def mounted() -> Widget | None:
         try:

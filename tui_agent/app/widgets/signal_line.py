@@ -24,11 +24,12 @@ class SignalLine(Static):
     ALLOW_SELECT = True
 
     def __init__(self, entry: Entry) -> None:
-        super().__init__(self._content(entry), markup=False)
+        super().__init__(self.content_of(entry), markup=False)
         self.entry = entry
 
     @staticmethod
-    def _content(entry: Entry) -> Content:
+    def content_of(entry: Entry) -> Content:
+        """The line's content (``SignalRun`` draws several of them in one widget)."""
         style = STYLES.get(entry.signal_type, "$text-muted")
         attrs = entry.attributes
         if entry.signal_type == "notification":
@@ -48,7 +49,7 @@ class SignalLine(Static):
         return self.entry.text
 
     def refresh_entry(self) -> None:
-        self.update(self._content(self.entry))
+        self.update(self.content_of(self.entry))
 
 
 def notification_label(attrs: dict[str, object]) -> str:

@@ -210,7 +210,7 @@ class ThreadPane(PaneActions):
                 self._route_until_end = False
                 self.clear_notice()
         if self.display:
-            pruned = await view.sync()
+            pruned = await view.sync(compact=not self.focused)
             if pruned:
                 self.feed.has_older = True
             elif self.feed.has_older:

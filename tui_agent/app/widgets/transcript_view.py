@@ -1,12 +1,17 @@
 """The scrolling list of a pane's entries, kept in step with its ``Transcript``.
 
 - **Bounded**: at most ``MAX_ENTRIES`` entries are mounted, however long the session runs;
-  older ones are pruned from the top and paged back in from memory when you scroll up.
+  older ones are pruned from the top and paged back in from memory when you scroll up. A pane
+  that is not focused (``sync(compact=True)``) keeps fewer: its newest ``COMPACT_SCREENS``
+  screenfuls of lines, so the app's layouts (each arranges every mounted widget of every pane)
+  weigh mostly the pane being read (tests/app/test_pane_controls.py).
 - **Follow mode**: the view follows new output only while it is at the bottom. Scrolled up, it
   stays put and counts what arrived below ("↓ N new"); End or scrolling back down resumes.
 - **Painted lines let go**: Textual keeps every line it painted of a widget (a ``Strip`` with
   its caches) until that widget is refreshed; an entry that scrolled out of view is refreshed
   once, so a long session keeps painted only what is on screen (tests/app/test_pane_controls.py).
+- **Signals in runs**: consecutive signal lines are drawn by one ``SignalRun``; the line of one
+  that is selected, found or revealed gets a widget of its own (``entry_widget``).
 - **Cheap restyles**: ``layout: stream`` and no structural pseudo-classes on the entries, so a
   focus change never restyles the whole transcript.
 """
@@ -25,6 +30,7 @@ from tui_agent.app.transcript import Entry, Transcript
 from tui_agent.app.widgets.assistant_message import AssistantMessage
 from tui_agent.app.widgets.run_marker import RunMarker
 from tui_agent.app.widgets.signal_line import SignalLine
+from tui_agent.app.widgets.signal_run import SignalRun
 from tui_agent.app.widgets.tool_call import ToolCall
 from tui_agent.app.widgets.user_message import UserMessage
 
@@ -33,6 +39,10 @@ MAX_ENTRIES = 60  # mounted entries per pane (an answer is 3 widgets): ~≤ 200 
 # (and in every full pass of the garbage collector), so a pane of long answers keeps ~2,000
 # lines; older ones page back in from memory (benchmarks/bench_app_soak.py).
 MAX_TEXT_CHARS = 100_000
+# A pane that is not focused keeps mounted its newest entries that fill this many screenfuls
+# (at least COMPACT_MIN_ENTRIES): what it shows is the same, its scrollback pages in from memory.
+COMPACT_SCREENS = 2
+COMPACT_MIN_ENTRIES = 8
 SELECTABLE = ("user", "assistant", "tool", "signal")  # what up/down select
 CLICK_SELECTS = ("user", "assistant", "signal")
 WIDGETS = {"user": UserMessage, "assistant": AssistantMessage, "tool": ToolCall,
@@ -95,21 +105,24 @@ class TranscriptView(VerticalScroll, can_focus=True):
         self.unseen = 0  # entries added (or grown) below while scrolled up
         self._grown_below: set[str] = set()  # entries that changed while scrolled up
         self._widgets: dict[str, Widget] = {}
-        self._in_view: set[str] = set()  # entries in view at the last sync (maybe painted)
+        self._in_view: set[Widget] = set()  # widgets in view at the last sync (maybe painted)
         self.selected: str | None = None  # the selected entry's key
 
     # -- syncing -------------------------------------------------------------------------------
 
-    async def sync(self) -> int:
+    async def sync(self, *, compact: bool = False) -> int:
         """Mount what the transcript added, refresh what changed, remove what it dropped.
+        ``compact`` (a pane not focused): keep only the entries of the last few screenfuls.
         Returns how many old entries were pruned from the top (history can page them back)."""
-        pruned = (self.transcript.prune_to(MAX_ENTRIES, MAX_TEXT_CHARS) if self.following
-                  else 0)
+        keep = self._compact_keep() if compact else MAX_ENTRIES
+        pruned = (self.transcript.prune_to(keep, MAX_TEXT_CHARS) if self.following else 0)
         changes = self.transcript.take_changes(with_added=self.following)
         with self.app.batch_update():
             for entry in changes.removed:
                 widget = self._widgets.pop(entry.key, None)
-                if widget is not None:
+                if isinstance(widget, SignalRun) and len(widget.entries) > 1:
+                    widget.keep([e for e in widget.entries if e is not entry])
+                elif widget is not None:
                     await widget.remove()
                 if entry.key == self.selected:
                     self.selected = None
@@ -118,9 +131,11 @@ class TranscriptView(VerticalScroll, can_focus=True):
                 await self._mount(changes.prepended, before=first)
             if changes.added:
                 await self._mount(changes.added)
+            refreshed: set[Widget] = set()
             for entry in changes.changed:
                 widget = self._widgets.get(entry.key)
-                if widget is not None:
+                if widget is not None and widget not in refreshed:
+                    refreshed.add(widget)
                     widget.refresh_entry()  # type: ignore[attr-defined]
         self._release_scrolled_out()
         if self.following:
@@ -130,30 +145,90 @@ class TranscriptView(VerticalScroll, can_focus=True):
         self.unseen = self.transcript.waiting + len(self._grown_below)
         return pruned
 
+    def _compact_keep(self) -> int:
+        """How many of the newest entries fill ``COMPACT_SCREENS`` screenfuls (an entry not
+        laid out yet counts one line, so the estimate keeps more, never fewer)."""
+        budget = COMPACT_SCREENS * max(1, self.scrollable_content_region.height)
+        lines = count = 0
+        for entry in reversed(self.transcript.entries):
+            widget = self._widgets.get(entry.key)
+            lines += max(1, widget.outer_size.height + widget.styles.margin.top) if widget else 1
+            count += 1
+            if lines >= budget and count >= COMPACT_MIN_ENTRIES:
+                break
+        return min(MAX_ENTRIES, count)
+
     def _release_scrolled_out(self) -> None:
         """Refresh (which drops Textual's painted lines of) each entry that left the view since
         the last sync; entries never in view were never painted and cost nothing."""
         top = self.scroll_offset.y
         bottom = top + self.scrollable_content_region.height
         in_view = set()
-        for key, widget in self._widgets.items():
+        for widget in self.children:
             region = widget.virtual_region
             if region.y < bottom and region.bottom > top:
-                in_view.add(key)
-        for key in self._in_view - in_view:
-            widget = self._widgets.get(key)
-            if widget is not None:
+                in_view.add(widget)
+        for widget in self._in_view - in_view:
+            if widget.parent is self:
                 for node in widget.walk_children(Widget, with_self=True):
                     node.refresh()
         self._in_view = in_view
 
     async def _mount(self, entries: list[Entry], before: Widget | None = None) -> None:
-        widgets = [widget_for(e) for e in entries]
-        self._widgets.update({e.key: w for e, w in zip(entries, widgets, strict=True)})
-        await self.mount_all(widgets, before=before)
+        """Mount ``entries`` (at the end, or before ``before``); consecutive signals share
+        one ``SignalRun``, and signals added at the end join the run that ends the view."""
+        widgets: list[Widget] = []
+        last = self.children[-1] if before is None and self.children else None
+        runs: dict[SignalRun, list[Entry]] = {}
+        for entry in entries:
+            if entry.kind != "signal":
+                widget = widget_for(entry)
+                widgets.append(widget)
+            else:
+                tail = widgets[-1] if widgets else last
+                if isinstance(tail, SignalRun) and (tail.entries or tail in runs):
+                    widget = tail
+                else:
+                    widget = SignalRun([])
+                    widgets.append(widget)
+                runs.setdefault(widget, []).append(entry)
+            self._widgets[entry.key] = widget
+        for run, members in runs.items():
+            run.extend(members)
+        if widgets:
+            await self.mount_all(widgets, before=before)
 
     def widget_count(self) -> int:
+        """How many entries are mounted (a run of signals counts each of its lines)."""
         return len(self._widgets)
+
+    def entry_widget(self, key: str) -> Widget | None:
+        """The widget of the entry ``key`` alone (None: not mounted): a signal drawn in a run
+        is split out of it into a ``SignalLine`` of its own (id ``entry-<key>``), so it can be
+        selected, tinted or scrolled to. The new widget is mounted by the next refresh."""
+        widget = self._widgets.get(key)
+        if not isinstance(widget, SignalRun):
+            return widget
+        run = widget
+        index = next(i for i, e in enumerate(run.entries) if e.key == key)
+        before, entry, after = run.entries[:index], run.entries[index], run.entries[index + 1 :]
+        line = widget_for(entry)
+        self._widgets[key] = line
+        if before:
+            run.keep(before)
+            self.mount(line, after=run)
+            if after:
+                tail = SignalRun(after)
+                self._widgets.update({e.key: tail for e in after})
+                self.mount(tail, after=line)
+        else:
+            self.mount(line, before=run)
+            if after:
+                run.keep(after)
+            else:  # gone once pruned: no signal added meanwhile may join it (``_mount``)
+                run.entries = []
+                run.remove()
+        return line
 
     # -- selecting a message -------------------------------------------------------------------
 
@@ -166,10 +241,18 @@ class TranscriptView(VerticalScroll, can_focus=True):
         old = self._widgets.get(self.selected or "")
         if old is not None:
             old.remove_class("-selected")
-        widget = self._widgets.get(key or "")
+        split = isinstance(self._widgets.get(key or ""), SignalRun)
+        widget = self.entry_widget(key) if key else None
         self.selected = key if widget is not None else None
         if widget is not None:
             widget.add_class("-selected")
+            if split:  # mounted by the next refresh: scrolled to once it is laid out
+                self.call_after_refresh(self._scroll_to_selected, widget)
+            else:
+                self._scroll_to_selected(widget)
+
+    def _scroll_to_selected(self, widget: Widget) -> None:
+        if widget.parent is self:
             self.scroll_to_widget(widget, animate=False, top=widget.outer_size.height
                                   > self.scrollable_content_region.height)
 
@@ -213,6 +296,8 @@ class TranscriptView(VerticalScroll, can_focus=True):
         while widget is not None and widget.parent is not self:
             widget = widget.parent if isinstance(widget.parent, Widget) else None
         entry = getattr(widget, "entry", None)
+        if isinstance(widget, SignalRun):
+            entry = widget.entry_at(event.screen_y - widget.content_region.y)
         if entry is not None and entry.kind in CLICK_SELECTS:  # a tool call's click expands it
             self.select(entry.key)
 
