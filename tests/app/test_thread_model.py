@@ -65,7 +65,7 @@ async def test_without_its_key_the_thread_shows_a_banner_and_takes_the_local_mod
         text = str(banner(pane).render())
         assert "openai/gpt-4o-mini needs OPENAI_API_KEY in the environment" in text
         assert "local/smollm2" in text and banner(pane).display
-        assert "openai/gpt-4o-mini" in header(pane)
+        await until(pilot, lambda: "openai/gpt-4o-mini" in header(pane), "the header's model")
         await pilot.click(banner(pane))
         await until(pilot, lambda: banner(pane).problem is None, "the banner gone")
         assert await agent.memory.thread_model("main") == "local/smollm2"

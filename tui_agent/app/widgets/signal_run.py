@@ -12,12 +12,16 @@ its own — selected, found, revealed from the inbox — is split out of the run
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, cast
 
 from textual.content import Content
 from textual.widgets import Static
 
 from tui_agent.app.transcript import Entry
 from tui_agent.app.widgets.signal_line import SignalLine
+
+if TYPE_CHECKING:
+    from textual.css.styles import RulesMap
 
 
 class SignalRun(Static):
@@ -55,8 +59,9 @@ class SignalRun(Static):
         """The entry drawn on row ``y`` of the content (its lines wrap at the content width)."""
         width = max(1, self.content_region.width)
         top = 0
+        rules = cast("RulesMap", self.styles)  # read as a mapping of rules (RenderStyles.get)
         for entry in self.entries:
-            top += SignalLine.content_of(entry).get_height(self.styles, width)
+            top += SignalLine.content_of(entry).get_height(rules, width)
             if y < top:
                 return entry
         return None
