@@ -105,10 +105,17 @@ class StateLanesMixin:
 # -- sending --------------------------------------------------------------------------------------
 
 
-def _json_value(value: Any, what: str) -> Any:
-    """``value`` if it survives a JSON round trip unchanged in kind, else a clear error."""
+# The store's JSON form (codec.dumps: compact, not ASCII-escaped), refusing what is not JSON.
+_json_text_of = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def _json_text(value: Any, what: str) -> str:
+    """``value``'s JSON as the store writes it (``dumps``), if it survives a JSON round trip
+    unchanged in kind, else a clear error: checked and encoded in one pass (the text is the
+    state signal's contents)."""
     try:
-        json.dumps(value, allow_nan=False)
+        text = _json_text_of(value)
     except RecursionError:
         check_json_value(value, f"state {what}")  # names the field and the depth limit
         raise
@@ -117,6 +124,12 @@ def _json_value(value: Any, what: str) -> Any:
             f"state {what} must be JSON (dicts, lists, strings, numbers): {exc}"
         ) from None
     check_json_value(value, f"state {what}")  # also: lone surrogates, nesting depth
+    return text
+
+
+def _json_value(value: Any, what: str) -> Any:
+    """``value`` if it survives a JSON round trip unchanged in kind, else a clear error."""
+    _json_text(value, what)
     return value
 
 
@@ -137,17 +150,19 @@ def _check_keys(state: Any) -> Mapping[str, Any]:
     return state
 
 
-def _check_payload(state: Mapping[str, Any], mode: str) -> tuple[Any, Any]:
-    """(value, delta) of the signal: a snapshot carries ``value``, a delta carries ``delta``."""
+def _check_payload(state: Mapping[str, Any], mode: str) -> tuple[Any, Any, str]:
+    """(value, delta, the JSON of the one given) of the signal: a snapshot carries ``value``,
+    a delta carries ``delta``."""
     if mode == "snapshot":
         if state.get("delta") is not None:
             raise SignalError("state 'delta' is for mode 'delta'; a snapshot carries 'value'")
-        return _json_value(state.get("value"), "value"), None
+        value = state.get("value")
+        return value, None, _json_text(value, "value")
     if state.get("value") is not None:
         raise SignalError("state 'value' is for mode 'snapshot'; a delta carries 'delta'")
     if "delta" not in state:
         raise SignalError("a state signal with mode 'delta' needs 'delta' (a JSON Merge Patch)")
-    return None, _json_value(state["delta"], "delta")
+    return None, state["delta"], _json_text(state["delta"], "delta")
 
 
 class _StateIn:
@@ -160,7 +175,7 @@ class _StateIn:
         self.mode: str = state.get("mode") or "snapshot"
         if self.mode not in MODES:
             raise SignalError(f"unknown state mode {self.mode!r}; modes are 'snapshot', 'delta'")
-        self.value, self.delta = _check_payload(state, self.mode)
+        self.value, self.delta, payload_json = _check_payload(state, self.mode)
         tag = state.get("tag_name")
         self.tag_name = check_name("state" if tag is None else tag, "tag_name")
         self.attributes = check_attributes(state.get("attributes"), "state attributes")
@@ -176,9 +191,8 @@ class _StateIn:
         if metadata is not None and not isinstance(metadata, Mapping):
             raise SignalError(f"state metadata must be a dict, got {type(metadata).__name__}")
         self.metadata = _json_value(dict(metadata or {}), "metadata")
-        payload = self.value if self.mode == "snapshot" else self.delta
         contents = state.get("contents")
-        self.contents = check_contents(dumps(payload) if contents is None else contents,
+        self.contents = check_contents(payload_json if contents is None else contents,
                                        "state contents")
 
     def checked_signal(self, version: int) -> Signal:
