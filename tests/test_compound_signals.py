@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from helpers.common import AgentFactory, StoreFactory
+from helpers.common import AgentFactory, HeldFirstCall, StoreFactory
 
 from tui_agent import Memory
 from tui_agent.errors import SignalError
@@ -22,22 +22,6 @@ pytestmark = pytest.mark.both_stores
 
 R, T = "res-c", "thread-c"
 GUARD_S = 20.0  # failure guard only
-
-
-class HeldFirstCall:
-    """A scripted model whose first call waits at a gate; every call's messages are kept."""
-
-    def __init__(self) -> None:
-        self.entered, self.gate = asyncio.Event(), asyncio.Event()
-        self.calls: list[list[dict[str, Any]]] = []
-        self.model = ScriptedModel(handler=self._reply)
-
-    async def _reply(self, messages: list[dict[str, Any]], tools: Any) -> str:
-        self.calls.append(messages)
-        if len(self.calls) == 1:
-            self.entered.set()
-            await self.gate.wait()
-        return "noted"
 
 
 async def _held_run(agents: AgentFactory, store: Any, **options: Any) -> tuple[Any, Any, Any]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.common import AgentFactory
+from helpers.common import AgentFactory, HeldFirstCall
 
 from tui_agent import Memory, SqliteStore
 from tui_agent.errors import StoreError
@@ -26,22 +26,6 @@ from tui_agent.testing import ScriptedModel
 
 R, T = "res-1", "thread-1"
 GUARD_S = 10.0  # failure guard only: every wait below ends on an event
-
-
-class HeldFirstCall:
-    """A scripted model whose first call waits at a gate; every call's messages are kept."""
-
-    def __init__(self) -> None:
-        self.entered, self.gate = asyncio.Event(), asyncio.Event()
-        self.calls: list[list[dict[str, Any]]] = []
-        self.model = ScriptedModel(handler=self._reply)
-
-    async def _reply(self, messages: list[dict[str, Any]], tools: Any) -> str:
-        self.calls.append(messages)
-        if len(self.calls) == 1:
-            self.entered.set()
-            await self.gate.wait()
-        return "noted"
 
 
 def user_texts(messages: list[dict[str, Any]]) -> list[Any]:

@@ -17,35 +17,18 @@ from typing import Any
 
 import pg_server
 import pytest
-from helpers.common import AgentFactory, StoreFactory
+from helpers.common import AgentFactory, HeldFirstCall, StoreFactory
 
 from tui_agent import Memory
 from tui_agent.store import open_store
 from tui_agent.store.codec import new_id
 from tui_agent.store.postgres import PostgresStore
 from tui_agent.store.records import SignalIn
-from tui_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.both_stores
 
 R, T = "res-g", "thread-g"
 GUARD_S = 20.0  # failure guard only
-
-
-class HeldFirstCall:
-    """A scripted model whose first call waits at a gate; every call's messages are kept."""
-
-    def __init__(self) -> None:
-        self.entered, self.gate = asyncio.Event(), asyncio.Event()
-        self.calls: list[list[dict[str, Any]]] = []
-        self.model = ScriptedModel(handler=self._reply)
-
-    async def _reply(self, messages: list[dict[str, Any]], tools: Any) -> str:
-        self.calls.append(messages)
-        if len(self.calls) == 1:
-            self.entered.set()
-            await self.gate.wait()
-        return "noted"
 
 
 def user_texts(messages: list[dict[str, Any]]) -> list[Any]:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tui_agent import Agent, SqliteStore
+from tui_agent.testing import ScriptedModel
 
 AgentFactory = Callable[..., Agent]
 StoreFactory = Callable[..., SqliteStore]
@@ -50,3 +51,20 @@ class Held:
         self.entered.set()
         await self.gate.wait()
         return self.reply
+
+
+class HeldFirstCall:
+    """A scripted model whose first call waits at a gate (the run stays mid-call while a test
+    sends into it); every call's messages are kept."""
+
+    def __init__(self) -> None:
+        self.entered, self.gate = asyncio.Event(), asyncio.Event()
+        self.calls: list[list[dict[str, Any]]] = []
+        self.model = ScriptedModel(handler=self._reply)
+
+    async def _reply(self, messages: list[dict[str, Any]], tools: Any) -> str:
+        self.calls.append(messages)
+        if len(self.calls) == 1:
+            self.entered.set()
+            await self.gate.wait()
+        return "noted"

@@ -353,6 +353,18 @@ def _insert_args(
 # -- a notification stored, sent and marked in one transaction (notifications/inbox.py) ---------
 
 
+def _thread_of_resource(d: Dialect, thread_id: str, resource_id: str) -> Txn[None]:
+    """In the open transaction: the thread created if new, else checked to be
+    ``resource_id``'s (``SignalError`` naming both resources if it is another's)."""
+    owner: list[Row] = yield Statement(
+        d.sql("SELECT resource_id FROM threads WHERE id=?"), (thread_id,), rows=True)
+    if not owner:
+        yield from writes.ensure_thread(d, thread_id, resource_id)
+    elif owner[0][0] != resource_id:
+        raise SignalError(f"thread {thread_id!r} belongs to resource {owner[0][0]!r}, "
+                          f"not {resource_id!r}")
+
+
 def save_on_thread(
     d: Dialect, thread_id: str, resource_id: str, merge_keys: tuple[str, str, str | None,
     str | None] | None, build: Callable[[NotificationRecord | None], NotificationRecord],
@@ -363,13 +375,7 @@ def save_on_thread(
     dedupe key, coalesce key; None: no merge), ``build(existing or None)`` stored as
     :meth:`Inbox.save_notification` stores it (merged if ``existing`` was given). The record
     as stored."""
-    owner: list[Row] = yield Statement(
-        d.sql("SELECT resource_id FROM threads WHERE id=?"), (thread_id,), rows=True)
-    if not owner:
-        yield from writes.ensure_thread(d, thread_id, resource_id)
-    elif owner[0][0] != resource_id:
-        raise SignalError(f"thread {thread_id!r} belongs to resource {owner[0][0]!r}, "
-                          f"not {resource_id!r}")
+    yield from _thread_of_resource(d, thread_id, resource_id)
     existing = None
     if merge_keys is not None:
         found: list[Row] = yield Statement(
@@ -427,13 +433,7 @@ def save_all_claimed(d: Dialect, saves: Sequence[ClaimedSave]) -> Txn[list[Notif
     assert all(save.token is not None for save in saves)
     targets: dict[str, list[NotificationRecord]] = {}
     for thread_id, resource_id in dict.fromkeys((s.thread_id, s.resource_id) for s in saves):
-        owner: list[Row] = yield Statement(
-            d.sql("SELECT resource_id FROM threads WHERE id=?"), (thread_id,), rows=True)
-        if not owner:
-            yield from writes.ensure_thread(d, thread_id, resource_id)
-        elif owner[0][0] != resource_id:
-            raise SignalError(f"thread {thread_id!r} belongs to resource {owner[0][0]!r}, "
-                              f"not {resource_id!r}")
+        yield from _thread_of_resource(d, thread_id, resource_id)
         if thread_id not in targets and any(
                 s.merge_keys is not None for s in saves if s.thread_id == thread_id):
             found: list[Row] = yield Statement(d.sql(
