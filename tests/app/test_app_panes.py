@@ -4,6 +4,7 @@ themes: shipped, user-made, remembered."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,26 @@ async def test_focus_moves_by_click_maximise_and_close(make_app: AppFactory) -> 
         await until(pilot, lambda: app.panes == [right], "the left pane closed")
         await until(pilot, lambda: app.focused_pane() is right, "focus on what is left")
         assert not left.is_attached
+
+
+async def test_a_pane_closed_while_its_feed_starts_leaves_no_timer(make_app: AppFactory) -> None:
+    """A worker that finishes after its pane closed (the feed's start, then the model check,
+    at quit) asks for a header repaint: nothing is scheduled on the closed pane, so no timer
+    outlives the app (this was a flaky teardown of the themes test below)."""
+    app = make_app(threads=[("me", "left"), ("me", "right")])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: all(p.feed.attached for p in app.panes), "two panes")
+        closed = app.panes[-1]
+        await pilot.press("f8")
+        await until(pilot, lambda: not closed.is_running, "the pane's loop ended")
+        timers_before = timer_tasks()
+        closed.refresh_header()  # what start_feed's model check does when it finishes late
+        assert timer_tasks() == timers_before
+
+
+def timer_tasks() -> set[asyncio.Task[Any]]:
+    return {task for task in asyncio.all_tasks()
+            if task.get_name().startswith("set_timer") and not task.done()}
 
 
 async def test_swap_shows_another_thread_in_the_focused_pane(make_app: AppFactory) -> None:

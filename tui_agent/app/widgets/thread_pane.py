@@ -177,7 +177,13 @@ class ThreadPane(PaneActions):
 
     def schedule_sync(self, *, urgent: bool = False) -> None:
         """Sync the widgets soon: at most FOCUSED_HZ (or BACKGROUND_HZ) times a second, or at
-        once when ``urgent`` (a run ended: its last words and status show without waiting)."""
+        once when ``urgent`` (a run ended: its last words and status show without waiting).
+
+        Nothing is scheduled once the pane's message loop has ended: a worker still finishing
+        (``start_feed``'s model check) at quit would leave a timer no one stops
+        (tests/app/test_app_panes.py::test_a_pane_closed_while_its_feed_starts_leaves_no_timer)."""
+        if self.is_mounted and not self.is_running:
+            return
         hz = FOCUSED_HZ if self.focused else BACKGROUND_HZ
         wait = until_sync_tick(1.0 / hz - (time.monotonic() - self._last_sync))
         if urgent and self._sync_timer is not None:
