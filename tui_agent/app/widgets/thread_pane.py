@@ -175,6 +175,12 @@ class ThreadPane(PaneActions):
         message.stop()
         self.schedule_sync(urgent=message.urgent)
 
+    @property
+    def loop_ended(self) -> bool:
+        """The pane was mounted and its message loop has ended: a timer set now never fires
+        and is never stopped (its workers may still be finishing)."""
+        return self.is_mounted and not self.is_running
+
     def schedule_sync(self, *, urgent: bool = False) -> None:
         """Sync the widgets soon: at most FOCUSED_HZ (or BACKGROUND_HZ) times a second, or at
         once when ``urgent`` (a run ended: its last words and status show without waiting).
@@ -182,7 +188,7 @@ class ThreadPane(PaneActions):
         Nothing is scheduled once the pane's message loop has ended: a worker still finishing
         (``start_feed``'s model check) at quit would leave a timer no one stops
         (tests/app/test_app_panes.py::test_a_pane_closed_while_its_feed_starts_leaves_no_timer)."""
-        if self.is_mounted and not self.is_running:
+        if self.loop_ended:
             return
         hz = FOCUSED_HZ if self.focused else BACKGROUND_HZ
         wait = until_sync_tick(1.0 / hz - (time.monotonic() - self._last_sync))
@@ -283,7 +289,7 @@ class ThreadPane(PaneActions):
         if self._notice_timer is not None:
             self._notice_timer.stop()
             self._notice_timer = None
-        if not sticky and not error:
+        if not sticky and not error and not self.loop_ended:
             self._notice_timer = self.set_timer(NOTICE_S, self.clear_notice)
 
     def clear_notice(self) -> None:
