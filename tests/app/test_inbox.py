@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 from helpers.app import AppFactory, until
 from helpers.common import AgentFactory, StoreFactory
+from textual.app import App, ComposeResult
 from textual.widgets import Input
 from textual.widgets._toast import Toast
 
@@ -660,3 +662,76 @@ def test_snapshot_a_failed_delivery(snap_compare: Any, tmp_path: Path, theme: st
         await pilot.pause()
 
     assert snap_compare(snapshot_app(tmp_path), terminal_size=(160, 48), run_before=run_before)
+
+
+# -- the list's scrolling ----------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """A record as the list reads it."""
+
+    id: str
+    summary: str
+    thread_id: str = "t1"
+    resource_id: str = "r"
+    source: str = "ci"
+    kind: str = "build"
+    priority: str = "low"
+    status: str = "pending"
+    coalesced_count: int = 1
+    created_at: datetime = datetime(2026, 1, 1, tzinfo=UTC)
+    updated_at: datetime = datetime(2026, 1, 1, tzinfo=UTC)
+    delivered_at: datetime | None = None
+    summarized_at: datetime | None = None
+    delivery_attempts: int = 0
+    last_delivery_error: str | None = None
+
+
+class ListApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield InboxList(clock=lambda: datetime(2026, 1, 1, tzinfo=UTC).timestamp())
+
+
+async def test_the_list_scrolls_and_its_scrollbar_shows_the_extent_as_records_arrive() -> None:
+    app = ListApp()
+    async with app.run_test(size=(60, 12)) as pilot:
+        listing = app.query_one(InboxList)
+        listing.set_rows([Row(f"n{i}", f"build {i}") for i in range(3)])
+        await pilot.pause()
+        assert not listing.show_vertical_scrollbar, "6 lines fit in 12: no scrollbar"
+        listing.set_rows([Row(f"n{i}", f"build {i}") for i in range(30)])
+        await pilot.pause()
+        bar = listing.vertical_scrollbar
+        assert listing.show_vertical_scrollbar
+        assert (bar.window_virtual_size, bar.window_size) == (60, 12), "60 lines, 12 in view"
+        listing.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert listing.scroll_y == listing.max_scroll_y == 48
+        assert bar.position == 48, "the thumb at the end"
+        assert "build 29" in screen_text(listing)[-1], "the last record in view"
+        # more records: the extent follows; the view stays where it was
+        listing.set_rows([Row(f"n{i}", f"build {i}") for i in range(40)])
+        await pilot.pause()
+        assert (bar.window_virtual_size, listing.max_scroll_y) == (80, 68)
+        # a layout of the screen that changes nothing in the list leaves its scrollbar alone
+        repaints = 0
+        repaint = bar.refresh
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            nonlocal repaints
+            repaints += 1
+            return repaint(*args, **kwargs)
+
+        bar.refresh = counted  # type: ignore[method-assign]
+        for _ in range(5):
+            app.screen.refresh(layout=True)
+            await pilot.pause()
+        assert repaints == 0
+        bar.refresh = repaint  # type: ignore[method-assign]
+        # fewer records: the view comes back within them, and the scrollbar goes
+        listing.set_rows([Row(f"n{i}", f"build {i}") for i in range(2)])
+        await pilot.pause()
+        assert listing.scroll_y == 0 and not listing.show_vertical_scrollbar
+        assert "build 0" in screen_text(listing)[1]

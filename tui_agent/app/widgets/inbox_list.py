@@ -91,6 +91,7 @@ class InboxList(ScrollView, can_focus=True):
         self._styles_theme = ""
         self.rows_rendered = 0  # rows rendered (not from the cache): a diagnostic for benches
         self._ages_shown: tuple[int, tuple[str, ...]] = (0, ())  # for ``refresh_ages``
+        self._scrollbars_for: tuple[Size, Size, Size] | None = None  # see ``_size_updated``
         self.changed_at: Callable[[InboxRecord], datetime] = attrgetter("updated_at")
         """When a row's record last changed, for its age (the sidebar keeps it where it was
         when it acted on it)."""
@@ -270,3 +271,17 @@ class InboxList(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.scrollable_content_region.width, self._starts[-1])
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size,
+                      layout: bool = True) -> bool:
+        """Textual's ``ScrollView`` updates (and repaints) its scrollbars whenever the virtual
+        size the compositor passes differs from the widget's own; for a line-API widget the
+        compositor passes the viewport, so once the list can scroll its scrollbar was repainted
+        on every layout of the screen (~1,000 a minute while four panes stream, each a frame of
+        its own: benchmarks/bench_app_hours.py). Here they update only when the size, the
+        container or the list's own virtual size changed since they last did."""
+        shown = (size, self.virtual_size, container_size)
+        if shown == self._scrollbars_for:
+            return False  # what ``ScrollView`` returns when neither size changed
+        self._scrollbars_for = shown
+        return super()._size_updated(size, virtual_size, container_size, layout)
