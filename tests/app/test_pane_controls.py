@@ -14,6 +14,7 @@ from tui_agent.app.bridge import FIRST_PAGE
 from tui_agent.app.screens.confirm import ConfirmScreen
 from tui_agent.app.widgets import thread_pane, transcript_view
 from tui_agent.app.widgets.assistant_message import AssistantMessage
+from tui_agent.app.widgets.thread_pane import ThreadPane
 from tui_agent.app.widgets.transcript_view import MAX_ENTRIES, TranscriptView
 from tui_agent.app.widgets.waiting_signals import WaitingSignals
 
@@ -288,3 +289,41 @@ async def test_a_pane_not_focused_keeps_only_its_last_screenfuls_mounted(
         await until(pilot, lambda: app.focused_pane() is left, "focused")
         view.scroll_home(animate=False)
         await until(pilot, lambda: view.widget_count() > keep, "older history paged back in")
+
+
+async def test_a_pane_compacted_after_a_live_session_pages_its_history_back_in_order(
+    make_app: AppFactory,
+) -> None:
+    """Everything a pane shows came live from the stream (no stored ids); compacted while not
+    focused, it drops its oldest entries. Focused and scrolled to the top, it finds where its
+    entries start in the stored history and pages in what is older: the whole session, in
+    order, nothing twice."""
+    def answer(messages: list[dict[str, Any]], tools: Any) -> str:
+        return "answer to " + str(messages[-1]["content"]).rsplit(" ", 1)[-1]
+
+    app = make_app(handler=answer, threads=[("me", "left"), ("me", "right")])
+    agent = app.config.agent
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: all(p.feed.attached for p in app.panes), "two panes")
+        left, right = app.panes
+        assert app.focused_pane() is right
+        for i in range(14):
+            receipt = agent.send_message(f"question {i}", resource_id="me", thread_id="left")
+            await receipt.accepted
+            await agent.wait_for_local_runs()
+        expected = [text for i in range(14) for text in (f"question {i}", f"answer to {i}")]
+        view = left.transcript_view()
+        await drained(pilot, left)
+        await until(pilot, lambda: texts_of(left)[-1] == "answer to 13", "the session shown")
+        await until(pilot, lambda: texts_of(left)[0] != "question 0", "compacted")
+        assert all(entry.message_id is None for entry in left.feed.transcript.entries)
+        await pilot.click(left, offset=(10, 5))
+        await until(pilot, lambda: app.focused_pane() is left, "focused")
+        view.scroll_home(animate=False)
+        await until(pilot, lambda: texts_of(left)[0] == "question 0", "paged back to the start")
+        assert texts_of(left) == expected
+
+
+def texts_of(pane: ThreadPane) -> list[str]:
+    return [entry.text for entry in pane.feed.transcript.entries
+            if entry.kind in ("user", "assistant")]

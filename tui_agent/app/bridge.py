@@ -33,6 +33,10 @@ __all__ = ["ConfigError", "SendRequest", "ThreadFeed", "TuiAgentError", "demo_th
 
 FIRST_PAGE = 20  # messages mounted when a pane opens: a screenful, so a pane paints fast
 HISTORY_PAGE = 50  # messages paged in per step scrolled back (or until the view can scroll)
+# Finding where a live-only transcript starts in the stored history: so many pages read back
+# at most, matching the first so many entries (the oldest are what a prune left).
+CURSOR_PAGES = 8
+CURSOR_ENTRIES = 4
 FIND_LIMIT = 1000  # matches ctrl+f counts and steps through in a thread (the count says 1000+)
 PICKER_SEARCH_LIMIT = 500  # messages the thread picker reads to rank threads by their text
 WAITING_GAP_S = 0.5  # the least time between two reads of the signals waiting for a live run
@@ -307,15 +311,49 @@ class ThreadFeed:
         Callers (scrolling to the top, a view too short to scroll, the inbox's reveal) may ask
         at once: the pages are taken one after another, so none is prepended twice."""
         async with self._paging:
-            before = self.transcript.first_message_id()
-            if before is None or not self.has_older:
+            if not self.has_older or not self.transcript.entries:
+                return 0
+            before = self.transcript.first_message_id() or await self._stored_id_of_first()
+            if before is None:
+                self.has_older = False  # nothing shown was stored: there is nothing older
                 return 0
             records = await self.agent.memory.list_messages(
                 self.thread_id, limit=HISTORY_PAGE, before=before
             )
             self.has_older = len(records) == HISTORY_PAGE
+            records = self._not_shown(records)
             self.transcript.load_history(records, prepend=True)
             return len(records)
+
+    def _not_shown(self, records: list[Any]) -> list[Any]:
+        """``records`` less those the oldest entries shown live were saved as (their cursor
+        may be a later entry's record, when theirs was not found)."""
+        from tui_agent.app.transcript import came_from
+
+        live = [entry for entry in self.transcript.entries[:CURSOR_ENTRIES]
+                if entry.message_id is None]
+        return [record for record in records
+                if not any(came_from(entry, record) for entry in live)]
+
+    async def _stored_id_of_first(self) -> str | None:
+        """The id of the stored message the oldest entry was saved as, for an entry shown
+        live (it came from the stream, without one): the newest messages are read back, a
+        page at a time, until one matches (``came_from``). Entries no record matches (a
+        run's marker) are passed over."""
+        from tui_agent.app.transcript import came_from
+
+        before: str | None = None
+        for _ in range(CURSOR_PAGES):
+            records = await self.agent.memory.list_messages(
+                self.thread_id, limit=HISTORY_PAGE, before=before)
+            for entry in self.transcript.entries[:CURSOR_ENTRIES]:
+                matches = [record for record in records if came_from(entry, record)]
+                if matches:
+                    return str(matches[0].id)
+            if len(records) < HISTORY_PAGE:
+                return None
+            before = records[0].id
+        return None
 
 
 def route_label(decision: dict[str, Any], *, queued: bool = False) -> str:

@@ -116,11 +116,10 @@ class Transcript:
         return bool(self._prepended or self._added or self._changed or self._removed)
 
     def first_message_id(self) -> str | None:
-        """The stored message the oldest entry came from (the cursor for older history)."""
-        for entry in self.entries:
-            if entry.message_id:
-                return entry.message_id
-        return None
+        """The stored message the oldest entry came from, when known (read from history):
+        the cursor for older history. None for an entry shown live: ``came_from`` finds its
+        record (a later entry's id would page in again what is shown between)."""
+        return self.entries[0].message_id if self.entries else None
 
     # -- history -------------------------------------------------------------------------------
 
@@ -404,3 +403,19 @@ def _parse_json(value: Any) -> Any:
 
 def signal_icon(entry: Entry) -> str:
     return SIGNAL_ICONS.get(entry.signal_type, "•")
+
+
+def came_from(entry: Entry, record: Any) -> bool:
+    """Whether ``record`` is the stored message that ``entry``, shown live and so without its
+    id, was saved as: a message by its signal's id, an answer by its run and text, a tool call
+    by its run. A marker came from no message (tests/app/test_pane_controls.py)."""
+    meta = record.metadata or {}
+    if entry.signal_id:
+        return (meta.get("signal") or {}).get("id") == entry.signal_id
+    if not entry.run_id or record.run_id != entry.run_id:
+        return False
+    if entry.kind == "assistant":
+        return record.role == "assistant" and record.content == entry.text
+    if entry.kind == "tool":
+        return record.role == "assistant" and bool(meta.get("tool_calls"))
+    return False
