@@ -19,7 +19,12 @@ from json import encoder as json_encoder
 from typing import Any
 
 from tui_agent.signals.data import SIGNAL_TYPES, PlainText, Signal
-from tui_agent.signals.elements import merge_checked, model_message, neutralize_markup
+from tui_agent.signals.elements import (
+    merge_checked,
+    model_message,
+    neutralize_markup,
+    render_element,
+)
 from tui_agent.store.records import SignalIn, install_signal_renderer
 
 # json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
@@ -195,6 +200,12 @@ def model_message_of(data: dict[str, Any]) -> dict[str, Any]:
             and not data.get("attributes") and not data.get("provider_options")):
         return {"role": "user", "content": neutralize_markup(contents) if "<" in contents
                 else contents}  # the plain text message, most of what is sent
+    tag, attributes = data.get("tag_name"), data.get("attributes")
+    if (type(contents) is str and type(tag) is str and tag and type(attributes) is dict
+            and not data.get("provider_options") and data.get("type") in _TYPES):
+        # One string in its element (a typed signal: state, notification, reactive): what
+        # model_message renders, without a Signal built to read two fields from.
+        return {"role": "user", "content": render_element(tag, attributes, contents)}
     signal = Signal.model_construct(**data)
     return model_message(signal, signal.attributes)
 
