@@ -378,7 +378,7 @@ def test_a_state_value_checked_in_one_pass_is_the_general_checks_text(value: Any
     """For any value, the one-pass check gives the general path's JSON (the store's ``dumps``
     form, which the writer stores as the snapshot's value without encoding it again), or
     declines and leaves the value, and its refusal, to the general path."""
-    from tui_agent.state.lanes import flat_json_text
+    from tui_agent.signals.limits import flat_json_text
 
     fast, general = flat_json_text(value), json_text_outcome(value)
     if fast is None:
@@ -392,7 +392,7 @@ def test_a_state_value_checked_in_one_pass_is_the_general_checks_text(value: Any
     3, None, {},
 ])
 def test_the_common_state_values_take_the_one_pass_check(value: Any) -> None:
-    from tui_agent.state.lanes import flat_json_text
+    from tui_agent.signals.limits import flat_json_text
 
     assert flat_json_text(value) == json_text_outcome(value) == dumps(value)
 
@@ -402,7 +402,7 @@ def test_the_common_state_values_take_the_one_pass_check(value: Any) -> None:
     {"nested": {"a": 1}}, [1, 2], (1,),
 ])
 def test_anything_else_takes_the_general_check(value: Any) -> None:
-    from tui_agent.state.lanes import flat_json_text
+    from tui_agent.signals.limits import flat_json_text
 
     assert flat_json_text(value) is None
 

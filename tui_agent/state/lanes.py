@@ -12,7 +12,6 @@ import asyncio
 import hashlib
 import inspect
 import json
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +31,7 @@ from tui_agent.signals.limits import (
     check_json_value,
     check_limit,
     check_str,
+    flat_json_text,
     input_limits,
 )
 from tui_agent.signals.stored import branch_records
@@ -125,38 +125,6 @@ def json_text(value: Any, what: str) -> str:
             f"state {what} must be JSON (dicts, lists, strings, numbers): {exc}"
         ) from None
     check_json_value(value, f"state {what}")  # also: lone surrogates, nesting depth
-    return text
-
-
-_FLAT = frozenset({str, int, float, bool, type(None)})
-
-
-def flat_json_text(value: Any) -> str | None:
-    """:func:`json_text` for the common value (a scalar, or a dict of string keys to plain
-    scalars: one level, nothing to recurse into), checked in one pass over it and its JSON;
-    None for any other value (or one that fails a check), which :func:`json_text` takes,
-    with its errors word for word. tests/test_signal_fast_path.py proves both agree."""
-    kind, limits = type(value), input_limits()
-    if kind is dict:
-        if limits.max_depth < 1 or not all(
-                type(key) is str and type(item) in _FLAT for key, item in value.items()):
-            return None
-    elif kind not in _FLAT:
-        return None
-    try:
-        text = _json_text_of(value)
-    except ValueError:  # NaN or infinity: the general path's error
-        return None
-    if not text.isascii():
-        try:  # a lone surrogate in a key or string is in the text as it is
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return None
-    # An integer of D digits is within the limit when D <= bound - 2 (``_check_int``), and no
-    # integer in the text is longer than the text.
-    bound = min(limits.max_int_digits, sys.get_int_max_str_digits() or sys.maxsize)
-    if len(text) > bound - 2:
-        return None
     return text
 
 
