@@ -438,3 +438,42 @@ def test_a_state_signal_stores_as_the_reference_path(
     signal.__dict__["created_at"] = created_at
     assert_same_as_the_reference(signal, {})
     assert_same_as_the_reference(signal, {"mood": "calm"})
+
+
+# -- notifications: the record of a checked notification is the one validation builds --
+
+NOTIFICATION = st.fixed_dictionaries(
+    {"source": st.sampled_from(["ci", "é", " x "]), "kind": st.sampled_from(["build", "k"]),
+     "summary": TEXT},
+    optional={
+        "priority": st.sampled_from(["low", "medium", "high", "urgent", "nope"]),
+        "payload": STATE_VALUE, "dedupe_key": st.one_of(st.none(), TEXT),
+        "coalesce_key": st.one_of(st.none(), TEXT),
+        "attributes": st.dictionaries(st.from_regex(NAME_PATTERN, fullmatch=True),
+                                      st.text(max_size=8) | st.integers(0, 99), max_size=2),
+        "metadata": st.dictionaries(st.text(max_size=5), STATE_SCALAR | JSON_VALUE,
+                                    max_size=3),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NOTIFICATION)
+def test_a_new_notification_record_is_the_one_validation_builds(given: dict[str, Any]) -> None:
+    from tui_agent.notifications.inbox import (
+        _candidate,  # pyright: ignore[reportPrivateUsage]
+        validate_notification,
+    )
+    from tui_agent.store.records import NotificationRecord
+
+    try:
+        item = validate_notification(given)
+    except (SignalError, RecursionError):
+        return
+    fast = _candidate(item, None, "thread", "resource")
+    general = NotificationRecord(**fast.model_dump())
+    assert fast == general
+    assert list(fast.__dict__) == list(general.__dict__)
+    assert fast.model_fields_set == NotificationRecord(
+        **fast.model_dump(include=fast.model_fields_set)).model_fields_set
+    assert fast.model_dump_json() == general.model_dump_json()
