@@ -387,6 +387,23 @@ def test_a_state_value_checked_in_one_pass_is_the_general_checks_text(value: Any
     assert fast == dumps(value)
 
 
+@settings(max_examples=200, deadline=None)
+@given(STATE_VALUE, st.sampled_from([InputLimits(max_depth=0), InputLimits(max_depth=1),
+                                     InputLimits(max_int_digits=6)]))
+def test_the_one_pass_check_keeps_to_the_limits_set(value: Any, limits: InputLimits) -> None:
+    """Under tighter limits (no nesting at all, short integers) the one-pass check still
+    gives the general path's text or declines."""
+    from tui_agent.signals.limits import flat_json_text
+
+    before = input_limits()
+    set_input_limits(limits)
+    try:
+        fast, general = flat_json_text(value), json_text_outcome(value)
+    finally:
+        set_input_limits(before)
+    assert fast is None or fast == general
+
+
 @pytest.mark.parametrize("value", [
     {"i": 1}, {"url": "https://x", "title": "é 😀", "n": 1.5, "ok": True, "none": None}, "text",
     3, None, {},

@@ -397,9 +397,15 @@ def flat_json_text(value: Any) -> str | None:
     value (or one that fails a check), which the general check takes, with its errors word for
     word (a state's ``state.lanes.json_text``, a notification's payload and metadata).
     tests/test_signal_fast_path.py proves both agree."""
+    if value is None:
+        return "null"
     kind, limits = type(value), input_limits()
     if kind is dict:
-        if limits.max_depth < 1 or not all(
+        if limits.max_depth < 1:
+            return None  # a dict is nested deeper than the limit allows: the general error
+        if not value:
+            return "{}"
+        if not all(
                 type(key) is str and type(item) in _FLAT for key, item in value.items()):
             return None
     elif kind not in _FLAT:
