@@ -399,7 +399,8 @@ def flat_json_text(value: Any) -> str | None:
     tests/test_signal_fast_path.py proves both agree."""
     if value is None:
         return "null"
-    kind, limits = type(value), input_limits()
+    kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
+    limits = input_limits()
     if kind is dict:
         if limits.max_depth < 1:
             return None  # a dict is nested deeper than the limit allows: the general error

@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from datetime import UTC
 from json import encoder as json_encoder
-from typing import Any
+from typing import Any, cast
 
 from tui_agent.signals.data import SIGNAL_TYPES, PlainText, Signal
 from tui_agent.signals.elements import (
@@ -81,7 +81,8 @@ def _is_plain(fields: Mapping[str, Any], attributes: dict[str, Any]) -> bool:
     time in UTC (a Signal made with ``model_construct`` may hold anything: checked here).
     Metadata may be names to plain scalars too (a state signal's lane and version), None
     excepted: the encoder writes a None value, the attributes' JSON leaves it out."""
-    metadata, options = fields["metadata"], fields["provider_options"]
+    metadata: Any = fields["metadata"]  # anything (model_construct): its type checked next
+    options = fields["provider_options"]
     return (
         type(fields["contents"]) is str and type(fields["id"]) is str
         and type(fields["tag_name"]) is str and type(fields["type"]) is str
@@ -93,7 +94,7 @@ def _is_plain(fields: Mapping[str, Any], attributes: dict[str, Any]) -> bool:
                 for name, value in attributes.items())
         and all(type(name) is str and type(value) in _SCALAR_JSON
                 and (type(value) is not float or math.isfinite(value))
-                for name, value in metadata.items())
+                for name, value in cast("dict[Any, Any]", metadata).items())
     )
 
 
@@ -205,7 +206,8 @@ def model_message_of(data: dict[str, Any]) -> dict[str, Any]:
             and not data.get("provider_options") and data.get("type") in _TYPES):
         # One string in its element (a typed signal: state, notification, reactive): what
         # model_message renders, without a Signal built to read two fields from.
-        return {"role": "user", "content": render_element(tag, attributes, contents)}
+        return {"role": "user", "content": render_element(
+            tag, cast("dict[str, Any]", attributes), contents)}
     signal = Signal.model_construct(**data)
     return model_message(signal, signal.attributes)
 
