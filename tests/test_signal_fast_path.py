@@ -343,3 +343,154 @@ def test_a_fast_signal_keeps_its_own_copy_of_the_attributes() -> None:
     assert fast is not None
     attributes["n"] = 2  # the caller changes its dict after the send
     assert fast.signal().attributes == {"n": 1}
+
+
+# -- state signals: the value checked and encoded in one pass, stored without pydantic's dump ---
+
+# Values at and past every check json_text makes: lone surrogates, NaN, integers too long to
+# write, non-string keys (the encoder would write them as strings), tuples, nesting, subclasses.
+STATE_SCALAR = (
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXT
+    | st.integers(4290, 4310).map(lambda digits: 10**digits)  # about the 4,300 digit limit
+    | st.sampled_from([float("nan"), float("inf"), "\ud800"])
+)
+STATE_KEY = st.one_of(TEXT, st.integers(-3, 3), st.booleans(), st.none(), st.floats(0, 1))
+STATE_VALUE = st.recursive(
+    STATE_SCALAR,
+    lambda inner: st.lists(inner, max_size=3) | st.lists(inner, max_size=2).map(tuple)
+    | st.dictionaries(STATE_KEY, inner, max_size=4),
+    max_leaves=10,
+) | st.dictionaries(TEXT, STATE_SCALAR, max_size=6)  # the common shape, often
+
+
+def json_text_outcome(value: Any) -> str:
+    from tui_agent.state.lanes import json_text
+
+    try:
+        return json_text(value, "value")
+    except (SignalError, RecursionError) as error:
+        return f"{type(error).__name__}: {error}"
+
+
+@settings(max_examples=500, deadline=None)
+@given(STATE_VALUE)
+def test_a_state_value_checked_in_one_pass_is_the_general_checks_text(value: Any) -> None:
+    """For any value, the one-pass check gives the general path's JSON (the store's ``dumps``
+    form, which the writer stores as the snapshot's value without encoding it again), or
+    declines and leaves the value, and its refusal, to the general path."""
+    from tui_agent.signals.limits import flat_json_text
+
+    fast, general = flat_json_text(value), json_text_outcome(value)
+    if fast is None:
+        return
+    assert fast == general
+    assert fast == dumps(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(STATE_VALUE, st.sampled_from([InputLimits(max_depth=0), InputLimits(max_depth=1),
+                                     InputLimits(max_int_digits=6)]))
+def test_the_one_pass_check_keeps_to_the_limits_set(value: Any, limits: InputLimits) -> None:
+    """Under tighter limits (no nesting at all, short integers) the one-pass check still
+    gives the general path's text or declines."""
+    from tui_agent.signals.limits import flat_json_text
+
+    before = input_limits()
+    set_input_limits(limits)
+    try:
+        fast, general = flat_json_text(value), json_text_outcome(value)
+    finally:
+        set_input_limits(before)
+    assert fast is None or fast == general
+
+
+@pytest.mark.parametrize("value", [
+    {"i": 1}, {"url": "https://x", "title": "é 😀", "n": 1.5, "ok": True, "none": None}, "text",
+    3, None, {},
+])
+def test_the_common_state_values_take_the_one_pass_check(value: Any) -> None:
+    from tui_agent.signals.limits import flat_json_text
+
+    assert flat_json_text(value) == json_text_outcome(value) == dumps(value)
+
+
+@pytest.mark.parametrize("value", [
+    {"a": "\ud800"}, {"\ud800": 1}, {1: "int key"}, {"n": float("nan")}, {"n": 10**4299},
+    {"nested": {"a": 1}}, [1, 2], (1,),
+])
+def test_anything_else_takes_the_general_check(value: Any) -> None:
+    from tui_agent.signals.limits import flat_json_text
+
+    assert flat_json_text(value) is None
+
+
+STATE_SIGNAL = st.fixed_dictionaries(
+    {"id": st.sampled_from(["lane", "browser", "é"]), "cache_key": st.sampled_from(["k", "2"])},
+    optional={
+        "value": STATE_VALUE, "mode": st.sampled_from(["snapshot", "delta", None]),
+        "delta": STATE_VALUE, "contents": st.one_of(TEXT, st.none()),
+        "attributes": st.dictionaries(st.from_regex(NAME_PATTERN, fullmatch=True),
+                                      st.text(max_size=8) | st.integers(0, 99), max_size=2),
+        "metadata": st.dictionaries(st.text(max_size=5), STATE_SCALAR | JSON_VALUE,
+                                    max_size=3),
+        "tag_name": st.sampled_from(["state", "browser", "user"]),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(STATE_SIGNAL, st.integers(1, 10**6), TIMES)
+def test_a_state_signal_stores_as_the_reference_path(
+    given: dict[str, Any], version: int, created_at: datetime
+) -> None:
+    """A state signal (its lane and version in its attributes and metadata) is stored, by
+    the plain path where it can be, byte for byte as pydantic's dump writes it, and renders
+    the same model message."""
+    from tui_agent.state.lanes import _StateIn  # pyright: ignore[reportPrivateUsage]
+
+    try:
+        signal = _StateIn(given).checked_signal(version)
+    except (SignalError, RecursionError):
+        return
+    signal.__dict__["created_at"] = created_at
+    assert_same_as_the_reference(signal, {})
+    assert_same_as_the_reference(signal, {"mood": "calm"})
+
+
+# -- notifications: the record of a checked notification is the one validation builds --
+
+NOTIFICATION = st.fixed_dictionaries(
+    {"source": st.sampled_from(["ci", "é", " x "]), "kind": st.sampled_from(["build", "k"]),
+     "summary": TEXT},
+    optional={
+        "priority": st.sampled_from(["low", "medium", "high", "urgent", "nope"]),
+        "payload": STATE_VALUE, "dedupe_key": st.one_of(st.none(), TEXT),
+        "coalesce_key": st.one_of(st.none(), TEXT),
+        "attributes": st.dictionaries(st.from_regex(NAME_PATTERN, fullmatch=True),
+                                      st.text(max_size=8) | st.integers(0, 99), max_size=2),
+        "metadata": st.dictionaries(st.text(max_size=5), STATE_SCALAR | JSON_VALUE,
+                                    max_size=3),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NOTIFICATION)
+def test_a_new_notification_record_is_the_one_validation_builds(given: dict[str, Any]) -> None:
+    from tui_agent.notifications.inbox import (
+        _candidate,  # pyright: ignore[reportPrivateUsage]
+        validate_notification,
+    )
+    from tui_agent.store.records import NotificationRecord
+
+    try:
+        item = validate_notification(given)
+    except (SignalError, RecursionError):
+        return
+    fast = _candidate(item, None, "thread", "resource")
+    general = NotificationRecord(**fast.model_dump())
+    assert fast == general
+    assert list(fast.__dict__) == list(general.__dict__)
+    assert fast.model_fields_set == NotificationRecord(
+        **fast.model_dump(include=fast.model_fields_set)).model_fields_set
+    assert fast.model_dump_json() == general.model_dump_json()

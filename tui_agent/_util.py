@@ -51,7 +51,13 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str, ensure_ascii=Fal
 
 
 def dumps(value: Any) -> str:
-    """``value`` as compact JSON; what JSON cannot hold (a datetime, a set) as its ``str()``."""
+    """``value`` as compact JSON; what JSON cannot hold (a datetime, a set) as its ``str()``.
+    None and an empty dict (a record's usual payload, attributes, metadata) without the
+    encoder's Python entry."""
+    if value is None:
+        return "null"
+    if type(value) is dict and not value:
+        return "{}"
     return _ENCODER.encode(value)
 
 

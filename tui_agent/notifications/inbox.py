@@ -9,6 +9,7 @@ timed summaries and deferred deliveries are left to the dispatcher, discard only
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ from tui_agent.signals.limits import (
     check_limit,
     check_str,
     check_text,
+    flat_json_text,
     input_limits,
 )
 from tui_agent.signals.stored import branch_records
@@ -127,11 +129,15 @@ def _optional_key(raw: Mapping[str, Any], key: str) -> str | None:
     return value if value is None else check_str(value, f"notification {key!r}")
 
 
-def _check_json(value: object, what: str) -> Any:
-    import json
+# ``json.dumps(value, allow_nan=False)`` without an encoder made per call.
+_strict_json = json.JSONEncoder(allow_nan=False).encode
 
+
+def _check_json(value: object, what: str) -> Any:
+    if flat_json_text(value) is not None:  # the common payload (None, a flat dict): one pass
+        return value
     try:
-        json.dumps(value, allow_nan=False)
+        _strict_json(value)
     except RecursionError:
         check_json_value(value, f"notification {what}")  # names the field and the depth limit
         raise

@@ -382,3 +382,47 @@ def as_items(value: object) -> list[Any] | tuple[Any, ...] | None:
     if isinstance(value, list | tuple):
         return cast("list[Any] | tuple[Any, ...]", value)
     return None
+
+
+# The store's JSON form (codec.dumps: compact, not ASCII-escaped), refusing what is not JSON.
+_flat_json_of = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+_FLAT = frozenset({str, int, float, bool, type(None)})
+
+
+def flat_json_text(value: Any) -> str | None:
+    """The store's JSON of ``value`` (``codec.dumps``'s form) for the common value (a scalar,
+    or a dict of string keys to plain scalars: one level, nothing to recurse into), checked in
+    one pass over it and its JSON as :func:`check_json_value` checks it; None for any other
+    value (or one that fails a check), which the general check takes, with its errors word for
+    word (a state's ``state.lanes.json_text``, a notification's payload and metadata).
+    tests/test_signal_fast_path.py proves both agree."""
+    if value is None:
+        return "null"
+    kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
+    limits = input_limits()
+    if kind is dict:
+        if limits.max_depth < 1:
+            return None  # a dict is nested deeper than the limit allows: the general error
+        if not value:
+            return "{}"
+        if not all(
+                type(key) is str and type(item) in _FLAT for key, item in value.items()):
+            return None
+    elif kind not in _FLAT:
+        return None
+    try:
+        text = _flat_json_of(value)
+    except ValueError:  # NaN or infinity: the general path's error
+        return None
+    if not text.isascii():
+        try:  # a lone surrogate in a key or string is in the text as it is
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    # An integer of D digits is within the limit when D <= bound - 2 (``_check_int``), and no
+    # integer in the text is longer than the text.
+    bound = min(limits.max_int_digits, sys.get_int_max_str_digits() or sys.maxsize)
+    if len(text) > bound - 2:
+        return None
+    return text

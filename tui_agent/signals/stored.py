@@ -16,10 +16,15 @@ import math
 from collections.abc import Mapping
 from datetime import UTC
 from json import encoder as json_encoder
-from typing import Any
+from typing import Any, cast
 
 from tui_agent.signals.data import SIGNAL_TYPES, PlainText, Signal
-from tui_agent.signals.elements import merge_checked, model_message, neutralize_markup
+from tui_agent.signals.elements import (
+    merge_checked,
+    model_message,
+    neutralize_markup,
+    render_element,
+)
 from tui_agent.store.records import SignalIn, install_signal_renderer
 
 # json's own string encoder (ensure_ascii=False, as the store's dumps): C, one call per string.
@@ -63,7 +68,7 @@ def signal_in_general(signal: Signal, branch_attributes: dict[str, Any]) -> Sign
     if _is_plain(fields, attributes):  # one string, scalar attributes: no encoder at all
         created = fields["created_at"].isoformat()[:-6] + "Z"  # pydantic's JSON of a UTC time
         return plain_text_in(fields["id"], fields["tag_name"], fields["contents"], created,
-                             fields["type"], attributes)
+                             fields["type"], attributes, fields["metadata"])
     data_json = signal_json(signal, attributes)
     if data_json is None:
         return signal_in_reference(signal, branch_attributes)
@@ -73,17 +78,23 @@ def signal_in_general(signal: Signal, branch_attributes: dict[str, Any]) -> Sign
 def _is_plain(fields: Mapping[str, Any], attributes: dict[str, Any]) -> bool:
     """A signal's fields (and its merged attributes) that :func:`plain_text_in` writes as the
     encoder would: one string, a known type, a tag, names to plain scalars, nothing else, a
-    time in UTC (a Signal made with ``model_construct`` may hold anything: checked here)."""
-    metadata, options = fields["metadata"], fields["provider_options"]
+    time in UTC (a Signal made with ``model_construct`` may hold anything: checked here).
+    Metadata may be names to plain scalars too (a state signal's lane and version), None
+    excepted: the encoder writes a None value, the attributes' JSON leaves it out."""
+    metadata: Any = fields["metadata"]  # anything (model_construct): its type checked next
+    options = fields["provider_options"]
     return (
         type(fields["contents"]) is str and type(fields["id"]) is str
         and type(fields["tag_name"]) is str and type(fields["type"]) is str
         and fields["type"] in _TYPES
-        and type(metadata) is dict and not metadata and type(options) is dict and not options
+        and type(metadata) is dict and type(options) is dict and not options
         and fields["created_at"].tzinfo is UTC
         and all(type(name) is str and type(value) in _SCALAR_JSON
                 and (type(value) is not float or math.isfinite(value))
                 for name, value in attributes.items())
+        and all(type(name) is str and type(value) in _SCALAR_JSON
+                and (type(value) is not float or math.isfinite(value))
+                for name, value in cast("dict[Any, Any]", metadata).items())
     )
 
 
@@ -146,16 +157,18 @@ def plain_signal_in(signal: Signal) -> SignalIn:
 
 def plain_text_in(
     signal_id: str, tag_name: str, text: str, created: str, signal_type: str = "user",
-    attributes: dict[str, Any] | None = None,
+    attributes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None,
 ) -> SignalIn:
     """:func:`plain_signal_in` from the fields of a signal of one string (a ``PlainText`` sent
     needs no Signal for it), ``created`` its time as pydantic writes it in JSON; ``attributes``
     (a typed ``send_signal`` dict's) are plain scalars already checked, stored merged as any
-    signal's are (a None value is left out)."""
+    signal's are (a None value is left out); ``metadata`` likewise names to plain scalars, no
+    None among them (:func:`_is_plain` checks it), written as the encoder writes them."""
     attributes_json = _scalars_json(attributes) if attributes else "{}"
+    metadata_json = _scalars_json(metadata) if metadata else "{}"
     data_json = (
         f'{{"id":{_json_str(signal_id)},"type":"{signal_type}","tag_name":{_json_str(tag_name)},'
-        f'"contents":{_json_str(text)},"attributes":{attributes_json},"metadata":{{}},'
+        f'"contents":{_json_str(text)},"attributes":{attributes_json},"metadata":{metadata_json},'
         f'"provider_options":{{}},"created_at":"{created}"}}'
     )
     # Only the JSON: the store writes it as it is, and renders the model message from it when
@@ -188,6 +201,13 @@ def model_message_of(data: dict[str, Any]) -> dict[str, Any]:
             and not data.get("attributes") and not data.get("provider_options")):
         return {"role": "user", "content": neutralize_markup(contents) if "<" in contents
                 else contents}  # the plain text message, most of what is sent
+    tag, attributes = data.get("tag_name"), data.get("attributes")
+    if (type(contents) is str and type(tag) is str and tag and type(attributes) is dict
+            and not data.get("provider_options") and data.get("type") in _TYPES):
+        # One string in its element (a typed signal: state, notification, reactive): what
+        # model_message renders, without a Signal built to read two fields from.
+        return {"role": "user", "content": render_element(
+            tag, cast("dict[str, Any]", attributes), contents)}
     signal = Signal.model_construct(**data)
     return model_message(signal, signal.attributes)
 

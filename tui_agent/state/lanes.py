@@ -31,6 +31,7 @@ from tui_agent.signals.limits import (
     check_json_value,
     check_limit,
     check_str,
+    flat_json_text,
     input_limits,
 )
 from tui_agent.signals.stored import branch_records
@@ -110,7 +111,7 @@ _json_text_of = json.JSONEncoder(
     separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
-def _json_text(value: Any, what: str) -> str:
+def json_text(value: Any, what: str) -> str:
     """``value``'s JSON as the store writes it (``dumps``), if it survives a JSON round trip
     unchanged in kind, else a clear error: checked and encoded in one pass (the text is the
     state signal's contents)."""
@@ -129,7 +130,7 @@ def _json_text(value: Any, what: str) -> str:
 
 def _json_value(value: Any, what: str) -> Any:
     """``value`` if it survives a JSON round trip unchanged in kind, else a clear error."""
-    _json_text(value, what)
+    json_text(value, what)
     return value
 
 
@@ -157,12 +158,15 @@ def _check_payload(state: Mapping[str, Any], mode: str) -> tuple[Any, Any, str]:
         if state.get("delta") is not None:
             raise SignalError("state 'delta' is for mode 'delta'; a snapshot carries 'value'")
         value = state.get("value")
-        return value, None, _json_text(value, "value")
+        text = flat_json_text(value)
+        return value, None, json_text(value, "value") if text is None else text
     if state.get("value") is not None:
         raise SignalError("state 'value' is for mode 'snapshot'; a delta carries 'delta'")
     if "delta" not in state:
         raise SignalError("a state signal with mode 'delta' needs 'delta' (a JSON Merge Patch)")
-    return None, state["delta"], _json_text(state["delta"], "delta")
+    delta = state["delta"]
+    text = flat_json_text(delta)
+    return None, delta, json_text(delta, "delta") if text is None else text
 
 
 class _StateIn:
@@ -176,6 +180,7 @@ class _StateIn:
         if self.mode not in MODES:
             raise SignalError(f"unknown state mode {self.mode!r}; modes are 'snapshot', 'delta'")
         self.value, self.delta, payload_json = _check_payload(state, self.mode)
+        self.payload_json = payload_json  # the store's JSON of the value or delta given
         tag = state.get("tag_name")
         self.tag_name = check_name("state" if tag is None else tag, "tag_name")
         self.attributes = check_attributes(state.get("attributes"), "state attributes")
@@ -190,7 +195,7 @@ class _StateIn:
         metadata = state.get("metadata")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise SignalError(f"state metadata must be a dict, got {type(metadata).__name__}")
-        self.metadata = _json_value(dict(metadata or {}), "metadata")
+        self.metadata = {} if not metadata else _json_value(dict(metadata), "metadata")
         contents = state.get("contents")
         self.contents = check_contents(payload_json if contents is None else contents,
                                        "state contents")
@@ -361,9 +366,12 @@ async def _send_in_one_write(
     contents = parsed.contents if isinstance(parsed.contents, str) else dumps(parsed.contents)
 
     def new_value(current: Any) -> Any:
-        return parsed.value if parsed.mode == "snapshot" else merge_patch(current, parsed.delta)
+        return merge_patch(current, parsed.delta)
 
-    put: LanePut = (thread, parsed.lane_id, parsed.mode, parsed.cache_key, new_value,
+    # A snapshot's new value is the value given: its JSON, as checked (the store's ``dumps``
+    # form), with no value read back or encoded again on the writer.
+    value: Any = parsed.payload_json if parsed.mode == "snapshot" else new_value
+    put: LanePut = (thread, parsed.lane_id, parsed.mode, parsed.cache_key, value,
                     parsed.delta, contents, resource)
     call = _LaneSignal(put, active, idle, routing.options(active, idle), parsed)
     done: asyncio.Future[tuple[Any, Any]] = asyncio.get_running_loop().create_future()

@@ -108,10 +108,12 @@ class StateLanes:
 
 def put_lane(
     d: Dialect, thread_id: str, lane_id: str, mode: str, cache_key: str,
-    new_value: Callable[[Any], Any], delta: Any, contents: str, resource_id: str | None,
+    new_value: Callable[[Any], Any] | str, delta: Any, contents: str, resource_id: str | None,
 ) -> Txn[Row | None]:
     """``StateLanes.put_state_lane_record`` as one transaction of statements (``writes.py``'s
-    form, run whole on the store's writer): the lane's row as written, None if unchanged."""
+    form, run whole on the store's writer): the lane's row as written, None if unchanged.
+    ``new_value``: the lane's new value from its current one, or (a snapshot) the new value's
+    JSON as ``dumps`` writes it."""
     if d.lock_key is not None:
         yield Statement(d.sql(d.lock_key), (f"lane\x1f{thread_id}\x1f{lane_id}",), rows=True)
     if resource_id is not None:
@@ -130,7 +132,7 @@ def put_lane(
     if current is not None and current[1] == mode and current[2] == cache_key:
         return None
     version = int(current[0]) + 1 if current is not None else 1
-    value_json = dumps(new_value(loads(current[3]) if current is not None else None))
+    value_json = _value_json(new_value, current[3] if current is not None else None)
     now = time.time()
     yield Statement(d.sql(_UPSERT),
                     (thread_id, lane_id, version, mode, cache_key, value_json, now))
@@ -141,7 +143,14 @@ def put_lane(
     return (thread_id, lane_id, version, mode, cache_key, value_json, now)
 
 
-LanePut = tuple[str, str, str, str, Callable[[Any], Any], Any, str, "str | None"]
+def _value_json(new_value: Callable[[Any], Any] | str, current_json: str | None) -> str:
+    """The lane's new value as stored: given as JSON (a snapshot), or from the current one."""
+    if isinstance(new_value, str):
+        return new_value
+    return dumps(new_value(loads(current_json)))
+
+
+LanePut = tuple[str, str, str, str, "Callable[[Any], Any] | str", Any, str, "str | None"]
 
 
 def put_lanes(d: Dialect, puts: list[LanePut]) -> Txn[list[Row | None]]:
@@ -183,7 +192,7 @@ def put_lanes(d: Dialect, puts: list[LanePut]) -> Txn[list[Row | None]]:
             written.append(None)
             continue
         version = int(lane[0]) + 1 if lane is not None else 1
-        value_json = dumps(new_value(loads(lane[3]) if lane is not None else None))
+        value_json = _value_json(new_value, lane[3] if lane is not None else None)
         current[(thread_id, lane_id)] = [version, mode, cache_key, value_json]
         upserts.append((thread_id, lane_id, version, mode, cache_key, value_json, now))
         history.append((thread_id, lane_id, version, mode, cache_key, value_json,
