@@ -36,6 +36,8 @@ from bench_app_runner import answer, sample_lag  # noqa: E402
 from bench_app_soak import rss_mib  # noqa: E402
 from textual import events  # noqa: E402
 
+from tui_agent.app.gc_policy import SWEEPER  # noqa: E402
+
 RESOURCE = "hours"
 ANSWER_SECONDS = 8.0
 
@@ -101,6 +103,7 @@ class Minute:
         self.paint: list[float] = []
         self.cpu0, self.wall0 = time.process_time(), time.monotonic()
         self.frames0, self.layouts0 = Frames.count, Frames.layouts
+        self.sweeps0 = SWEEPER.sweeps
 
     def row(self, answers: int, widgets: int = 0) -> dict[str, float]:
         wall = time.monotonic() - self.wall0
@@ -110,7 +113,9 @@ class Minute:
                 "paint_p95": paint[int(0.95 * (len(paint) - 1))] * 1e3,
                 "rss": rss_mib(), "answers": float(answers),
                 "fps": (Frames.count - self.frames0) / wall,
-                "layouts": (Frames.layouts - self.layouts0) / wall, "widgets": float(widgets)}
+                "layouts": (Frames.layouts - self.layouts0) / wall, "widgets": float(widgets),
+                "sweeps": float(SWEEPER.sweeps - self.sweeps0),
+                "sweep_ms": SWEEPER.longest_pause_s * 1e3}
 
 
 async def soak(args: argparse.Namespace, base_url: str) -> list[dict[str, float]]:
@@ -193,7 +198,8 @@ async def soak(args: argparse.Namespace, base_url: str) -> list[dict[str, float]
                       f"{row['lag_p95']:4.0f} ms, key→paint p95 {row['paint_p95']:4.0f} ms, "
                       f"RSS {row['rss']:6.1f} MiB, {row['answers']:.0f} answers, "
                       f"{row['fps']:.0f} frames/s ({row['layouts']:.0f} layouts), "
-                      f"{row['widgets']:.0f} widgets", flush=True)
+                      f"{row['widgets']:.0f} widgets, {row['sweeps']:.0f} sweeps (longest "
+                      f"{row['sweep_ms']:.0f} ms)", flush=True)
             await asyncio.wait_for(asyncio.gather(*work), 60)
             lag.cancel()
     finally:

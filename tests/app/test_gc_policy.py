@@ -4,11 +4,18 @@ streaming otherwise paused the app for 100-280 ms every second."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
 import tempfile
+import weakref
+from typing import Any
 
+import pytest
+from helpers.app import AppFactory, drained, until
+
+from tui_agent.app import gc_policy
 from tui_agent.app.gc_policy import YOUNG_THRESHOLD
 
 PROBE = """
@@ -37,3 +44,35 @@ def test_the_app_runs_with_startup_frozen_and_a_raised_young_threshold() -> None
     assert before == {"threshold": 700, "frozen": 0}
     assert running["threshold"] == YOUNG_THRESHOLD
     assert running["frozen"] > 10_000  # the imported modules' objects, no longer walked
+
+
+async def test_widgets_a_transcript_prunes_are_freed_by_the_sweeper_not_left_for_later(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pruned entry widget is cyclic garbage; with automatic collection off (the app's
+    full collections come seldom), only the sweeper frees it — soon after the prune, once."""
+    monkeypatch.setattr(gc_policy, "SWEEP_AFTER_S", 0.2)
+    app = make_app(threads=[("me", "left"), ("me", "right")])
+    agent = app.config.agent
+    gc.collect()
+    gc.disable()
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await until(pilot, lambda: all(p.feed.attached for p in app.panes), "two panes")
+            left = app.panes[0]
+            view = left.transcript_view()
+            first: weakref.ref[Any] | None = None
+            sweeps = gc_policy.SWEEPER.sweeps
+            for i in range(14):
+                receipt = agent.send_message(f"question {i}", resource_id="me", thread_id="left")
+                await receipt.accepted
+                await agent.wait_for_local_runs()
+                await drained(pilot, left)
+                if first is None and view.children:
+                    first = weakref.ref(view.children[0])
+            assert first is not None
+            await until(pilot, lambda: first() is None or not first().is_attached, "pruned")
+            await until(pilot, lambda: first() is None, "the pruned widget freed", timeout=5)
+            assert gc_policy.SWEEPER.sweeps > sweeps
+    finally:
+        gc.enable()

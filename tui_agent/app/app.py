@@ -24,6 +24,7 @@ from textual.containers import Container, Horizontal
 from textual.geometry import Size
 from textual.screen import Screen
 
+from tui_agent.app.gc_policy import SWEEPER
 from tui_agent.app.layout import MEDIUM, plan_layout
 from tui_agent.app.theme_files import (
     DEFAULT_THEME,
@@ -403,6 +404,7 @@ class TuiAgentApp(App[int]):
             return
         self._forget(pane)
         await pane.remove()
+        SWEEPER.released()
         if self._recent:
             self.show_pane(self._recent[-1])
         else:
@@ -531,6 +533,7 @@ class TuiAgentApp(App[int]):
         if replace and current is not None:
             self._forget(current)
             await current.remove()
+            SWEEPER.released()
         self.open_pane(choice.resource_id, choice.thread_id)
 
     async def _thread_choices(self) -> list[ThreadChoice]:

@@ -21,6 +21,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tui_agent.app.bridge import SendRequest, ThreadFeed, run_cost
+from tui_agent.app.gc_policy import SWEEPER
 from tui_agent.app.layout import Place
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.find_bar import FindBar, FindClosed
@@ -388,6 +389,7 @@ class ThreadPane(PaneActions):
         self.feed = ThreadFeed(self.agent, self.resource_id, self.thread_id, self)
         new_view = TranscriptView(self.feed.transcript, id="transcript")
         await view.remove()
+        SWEEPER.released()
         await self.query_one("#pane-body").mount(new_view, before=0)
         self.show_notice("attached")
         self.start_feed()

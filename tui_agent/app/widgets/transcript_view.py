@@ -26,6 +26,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 
+from tui_agent.app.gc_policy import SWEEPER
 from tui_agent.app.transcript import Entry, Transcript
 from tui_agent.app.widgets.assistant_message import AssistantMessage
 from tui_agent.app.widgets.run_marker import RunMarker
@@ -124,6 +125,7 @@ class TranscriptView(VerticalScroll, can_focus=True):
                     widget.keep([e for e in widget.entries if e is not entry])
                 elif widget is not None:
                     await widget.remove()
+                    SWEEPER.released()  # a widget is cyclic garbage: the sweeper frees it
                 if entry.key == self.selected:
                     self.selected = None
             if changes.prepended:
