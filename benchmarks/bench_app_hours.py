@@ -197,7 +197,7 @@ async def soak(args: argparse.Namespace, base_url: str) -> list[dict[str, float]
                 print(f"  min {len(rows):3}: CPU {row['cpu']:4.0f}%, lag p95 "
                       f"{row['lag_p95']:4.0f} ms, key→paint p95 {row['paint_p95']:4.0f} ms, "
                       f"RSS {row['rss']:6.1f} MiB, {row['answers']:.0f} answers, "
-                      f"{row['fps']:.0f} frames/s ({row['layouts']:.0f} layouts), "
+                      f"{row['fps']:.1f} frames/s ({row['layouts'] * 60:.0f} layouts/min), "
                       f"{row['widgets']:.0f} widgets, {row['sweeps']:.0f} sweeps (longest "
                       f"{row['sweep_ms']:.0f} ms)", flush=True)
             await asyncio.wait_for(asyncio.gather(*work), 60)

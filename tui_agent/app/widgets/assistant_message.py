@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from tui_agent.app.transcript import Entry
 from tui_agent.app.widgets.badges import superseded_label
+from tui_agent.app.widgets.layout_echo import NoLayoutEcho
 from tui_agent.app.widgets.markdown_stream import MarkdownStream
 
 STATUS_LABELS = {
@@ -24,7 +25,7 @@ STATUS_LABELS = {
 }
 
 
-class AssistantMessage(Vertical):
+class AssistantMessage(NoLayoutEcho, Vertical):
     DEFAULT_CSS = """
     AssistantMessage {
         height: auto;

@@ -27,6 +27,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tui_agent.app.widgets.layout_echo import NoLayoutEcho
 from tui_agent.app.widgets.markdown_render import FastMarkdown
 from tui_agent.app.widgets.packed_lines import Line, PackedLines
 from tui_agent.text import block_spans, split_blocks
@@ -86,7 +87,7 @@ class _Block:
     stop: int
 
 
-class MarkdownStream(Widget):
+class MarkdownStream(NoLayoutEcho, Widget):
     """An assistant answer streamed as Markdown, at a bounded cost per update.
 
     Guarantees:

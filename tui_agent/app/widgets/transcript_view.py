@@ -29,6 +29,7 @@ from textual.widget import Widget
 from tui_agent.app.gc_policy import SWEEPER
 from tui_agent.app.transcript import Entry, Transcript
 from tui_agent.app.widgets.assistant_message import AssistantMessage
+from tui_agent.app.widgets.layout_echo import NoLayoutEcho
 from tui_agent.app.widgets.run_marker import RunMarker
 from tui_agent.app.widgets.signal_line import SignalLine
 from tui_agent.app.widgets.signal_run import SignalRun
@@ -56,7 +57,7 @@ def widget_for(entry: Entry) -> Widget:
     return widget
 
 
-class TranscriptView(VerticalScroll, can_focus=True):
+class TranscriptView(NoLayoutEcho, VerticalScroll, can_focus=True):
     DEFAULT_CSS = """
     TranscriptView {
         layout: stream;
