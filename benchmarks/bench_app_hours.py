@@ -135,7 +135,7 @@ async def soak(args: argparse.Namespace, base_url: str) -> list[dict[str, float]
     app = TuiAgentApp(AppConfig(
         agent=agent, threads=[(RESOURCE, t) for t in threads],
         identity=Identity("zoe", {"from": "cli"}), agent_label="hours",
-        model_label="openai/hours", default_resource=RESOURCE, warm_model=False,
+        model_label="openai/hours", default_resource=RESOURCE, warm_model=True,
         show_inbox=True, show_state=True))
     Frames.install()
     minute = Minute()

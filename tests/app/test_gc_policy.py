@@ -76,3 +76,24 @@ async def test_widgets_a_transcript_prunes_are_freed_by_the_sweeper_not_left_for
             assert gc_policy.SWEEPER.sweeps > sweeps
     finally:
         gc.enable()
+
+
+LATE_IMPORT_PROBE = """
+import gc, json, sys
+from tui_agent.app.gc_policy import freeze_late_imports, settle_garbage_collector
+freeze_late_imports()  # not settled (a test run, an embedding program): left alone
+untouched = gc.get_freeze_count()
+settle_garbage_collector()
+settled = gc.get_freeze_count()
+import email.parser, http.client  # a late import, as litellm's is in the app
+freeze_late_imports()
+print(json.dumps([untouched, settled, gc.get_freeze_count()]))
+"""
+
+
+def test_a_late_import_is_frozen_only_where_the_app_settled_the_collector() -> None:
+    done = subprocess.run([sys.executable, "-c", LATE_IMPORT_PROBE], capture_output=True,
+                          text=True, timeout=60)
+    untouched, settled, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert untouched == 0
+    assert after > settled > 0  # what the late import made is frozen too

@@ -24,7 +24,7 @@ from textual.containers import Container, Horizontal
 from textual.geometry import Size
 from textual.screen import Screen
 
-from tui_agent.app.gc_policy import SWEEPER
+from tui_agent.app.gc_policy import SWEEPER, freeze_late_imports
 from tui_agent.app.layout import MEDIUM, plan_layout
 from tui_agent.app.theme_files import (
     DEFAULT_THEME,
@@ -687,6 +687,7 @@ class TuiAgentApp(App[int]):
             self.notify(str(error), title="model", severity="error", timeout=15)
             self.sub_title = "model failed to load"
             return
+        freeze_late_imports()  # what loading imported (litellm: ~240k objects) is frozen
         self.sub_title = f"{self.config.model_label} ready"
 
     @work(group="demo", exit_on_error=False)

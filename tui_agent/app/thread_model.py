@@ -9,8 +9,11 @@ offers the local model instead (tests/app/test_thread_model.py).
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Iterable
 from typing import Any
+
+from tui_agent.app.gc_policy import freeze_late_imports
 
 LOCAL_MODEL = "local/smollm2"  # the embedded model: no key, no network, no cost
 COSTS_KEPT = 256
@@ -101,8 +104,11 @@ async def load_cost_map() -> None:
         return
     from tui_agent.models.litellm_model import load_litellm
 
+    imported = "litellm" not in sys.modules
     try:
         module = await asyncio.to_thread(load_litellm)
     except Exception:  # no litellm here: costs stay unknown, tokens still show
         return
     _cost_map[:] = [module]
+    if imported:
+        freeze_late_imports()  # litellm's ~240k objects: never walked by a collection
