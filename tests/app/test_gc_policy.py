@@ -52,6 +52,7 @@ async def test_widgets_a_transcript_prunes_are_freed_by_the_sweeper_not_left_for
     """A pruned entry widget is cyclic garbage; with automatic collection off (the app's
     full collections come seldom), only the sweeper frees it — soon after the prune, once."""
     monkeypatch.setattr(gc_policy, "SWEEP_AFTER_S", 0.2)
+    monkeypatch.setattr(gc_policy, "SWEEP_SHARE", 1.0)  # an earlier test's sweep: no wait
     app = make_app(threads=[("me", "left"), ("me", "right")])
     agent = app.config.agent
     gc.collect()

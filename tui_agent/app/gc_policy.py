@@ -63,6 +63,7 @@ class GarbageSweeper:
 
     def __init__(self) -> None:
         self._pending: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop ``_pending`` is on
         self._next_at = 0.0  # monotonic time before which no sweep starts
         self.sweeps = 0
         self.longest_pause_s = 0.0  # the longest a sweep held the event loop
@@ -70,9 +71,12 @@ class GarbageSweeper:
     def released(self) -> None:
         """Widgets were removed: they are collected within ``SWEEP_AFTER_S`` (or, after a long
         sweep, when its share of the time allows)."""
-        if self._pending is None:
-            wait = max(SWEEP_AFTER_S, self._next_at - time.monotonic())
-            self._pending = asyncio.get_running_loop().call_later(wait, self._sweep)
+        loop = asyncio.get_running_loop()
+        if self._pending is not None and self._loop is loop:
+            return  # one sweep for any number of removals (a closed loop's never comes)
+        wait = max(SWEEP_AFTER_S, self._next_at - time.monotonic())
+        self._loop = loop
+        self._pending = loop.call_later(wait, self._sweep)
 
     def _sweep(self) -> None:
         self._pending = None
