@@ -700,3 +700,33 @@ class _Starter:
         from tui_agent.store.compound import nothing_after
 
         return nothing_after(d, value, routed)
+
+
+@settings(max_examples=300, deadline=None)
+@given(STATE_SIGNAL, st.integers(1, 10**6))
+def test_a_state_signal_routed_as_plain_text_is_the_checked_signal(
+    given: dict[str, Any], version: int
+) -> None:
+    """A state signal of string contents and plain attributes and metadata is routed as a
+    ``PlainText``: stored byte for byte as the Signal the general path checks (given the same
+    id and time), and that Signal is what it builds when asked for."""
+    from tui_agent.signals.stored import branch_records
+    from tui_agent.state.lanes import _StateIn  # pyright: ignore[reportPrivateUsage]
+
+    try:
+        parsed = _StateIn(given)
+        general = parsed.checked_signal(version)
+    except (SignalError, RecursionError):
+        return
+    plain = parsed.plain_signal(version)
+    event("general" if plain is None else "plain")
+    if plain is None:
+        return
+    general.__dict__.update(id=plain.id, created_at=plain.created_at)
+    built = plain.signal()
+    assert built == general and list(built.__dict__) == list(general.__dict__)
+    assert built.model_fields_set == general.model_fields_set
+    fast_record, _ = branch_records(plain, {}, {})
+    general_record, _ = branch_records(general, {}, {})
+    assert stored_row(fast_record) == stored_row(general_record)
+    assert model_message_of(fast_record.data) == model_message_of(general_record.data)

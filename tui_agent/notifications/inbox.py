@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import partial
+from os import urandom
 from typing import Any
 
 from tui_agent.errors import ArgumentTypeError, ConfigError, SignalError, StoreError
@@ -339,15 +340,19 @@ async def _thread_state(store: Store, thread_id: str) -> str:
 
 async def _resolve_target(
     store: Store, run_id: object, resource_id: object, thread_id: object
-) -> tuple[str, str]:
+) -> tuple[str, str, Target]:
+    """The thread's resource and id, and the thread as a send's target."""
     target = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
     if target.thread_id is not None:
-        return str(target.resource_id), target.thread_id
+        if target.run_id is not None:
+            target = Target(resource_id=target.resource_id, thread_id=target.thread_id)
+        return str(target.resource_id), target.thread_id, target
     assert target.run_id is not None  # a target names a thread or a run (parse_target)
     run = await store.get_run(target.run_id)
     if run is None:
         raise SignalError(f"no run {target.run_id!r} in memory")
-    return run.resource_id, run.thread_id
+    return run.resource_id, run.thread_id, Target(resource_id=run.resource_id,
+                                                  thread_id=run.thread_id)
 
 
 def _immediate(decision: Decision) -> str | None:
@@ -445,12 +450,12 @@ async def send_notification_signal(
     runtime = getattr(agent, "runtime", None)  # an Agent's ThreadRuntime starts it
     if runtime is not None:
         runtime.ensure_dispatcher()
-    resource, thread = await _resolve_target(store, run_id, resource_id, thread_id)
+    resource, thread, target = await _resolve_target(store, run_id, resource_id, thread_id)
     policy = agent_config(agent).delivery_policy
     one_write = _one_write(agent, store, policy, checked, listed)
     if one_write is not None:
-        return await _send_in_one_write(agent, one_write, policy, checked[0], resource, thread,
-                                        idle, plain)
+        return await _send_in_one_write(agent, one_write, policy, checked[0], target, idle,
+                                        plain)
     state = await _thread_state(store, thread)
     planned: list[tuple[NotificationRecord, bool, Decision]] = []
     for item in checked:
@@ -545,7 +550,8 @@ class _NotificationWrite:
         self.thread_id, self.resource_id = thread_id, resource_id
         self.kind = _immediate(decision)
         self.now = time.time()
-        self.token = f"inline:{new_id()}" if self.kind else None
+        ids = new_ids() if plain is not None else None  # the record's id and the claim's
+        self.token = (f"inline:{new_id()}" if ids is None else ids[1]) if self.kind else None
         self.claim_expires_at = self.now + delivery.CLAIM_TTL_S if self.token else None
         self.merge_keys = (
             None if item["dedupe_key"] is None and item["coalesce_key"] is None
@@ -558,13 +564,15 @@ class _NotificationWrite:
         self.new_row: NewRow | None = None
         self.plain_signal = False
         if plain is not None:  # the row _insert_args would make of the scheduled record
-            assert self.token is not None and decision.action != "discard"
+            assert ids is not None and self.token is not None and decision.action != "discard"
             _, payload_json, attributes_json, metadata_json, self.plain_signal = plain
+            deliver_at, summary_at = decision.deliver_at, decision.summary_at
             self.new_row = (
-                new_id(), thread_id, resource_id, item["source"], item["kind"],
+                ids[0], thread_id, resource_id, item["source"], item["kind"],
                 item["priority"], "pending", item["summary"], payload_json, item["dedupe_key"],
                 item["coalesce_key"], 1, attributes_json, metadata_json, self.now, self.now, None,
-                _timestamp(decision.deliver_at), _timestamp(decision.summary_at), self.token,
+                None if deliver_at is None else deliver_at.timestamp(),
+                None if summary_at is None else summary_at.timestamp(), self.token,
                 self.claim_expires_at)
 
     def build(self, existing: NotificationRecord | None) -> NotificationRecord:
@@ -695,8 +703,10 @@ def _record_id(rec: NotificationRecord | NewRow | WrittenRow) -> str:
     return rec[0]
 
 
-def _timestamp(value: datetime | None) -> float | None:
-    return None if value is None else value.timestamp()
+def new_ids() -> tuple[str, str]:
+    """A new record's id and its send's claim token: two ``new_id``s from one draw."""
+    drawn = urandom(32).hex()
+    return drawn[:32], f"inline:{drawn[32:]}"
 
 
 # The branches of a delivery sent now with no stream options (almost every one), parsed once
@@ -734,10 +744,11 @@ def _scheduled(
 
 async def _send_in_one_write(
     agent: NotifyingAgent, one_write: tuple[Any, Any], policy: DeliveryPolicy,
-    item: dict[str, Any], resource: str, thread: str, if_idle: dict[str, Any],
-    plain: Plain | None = None,
+    item: dict[str, Any], target: Target, if_idle: dict[str, Any], plain: Plain | None = None,
 ) -> dict[str, Any]:
     routing, compound = one_write
+    resource, thread = target.resource_id, target.thread_id
+    assert resource is not None and thread is not None  # _resolve_target's
     # The decision reads neither the merged record nor the thread's state (see _one_write).
     entry = fixed_entry(policy, item["source"]) if plain is not None else None
     made: Any  # the decision, or (a plain notification sent now) how to make it when read
@@ -776,8 +787,7 @@ async def _send_in_one_write(
         out = await _act(agent, store, written, decision, call.token, if_idle)
         return {"record": await store.get_notification(record_id), "decision": made, **out}
     assert routed is not None
-    receipt = routing.settle(call.signal, Target(resource_id=resource, thread_id=thread),
-                             call.active, call.idle, routed)
+    receipt = routing.settle(call.signal, target, call.active, call.idle, routed)
     try:
         accepted = await receipt.accepted
         out: dict[str, Any] = {"signal": Later(partial(_receipt_signal, receipt)),
