@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import json.scanner
 from collections.abc import Callable
 from typing import Any
 
@@ -85,7 +86,8 @@ def why_unstorable(value: Any) -> str | None:
 
 # What ``json.loads`` runs for a text: the default decoder's C scanner (json.loads, its
 # decode() and raw_decode() are Python around it).
-_scan_once: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.decoder.JSONDecoder())  # pyright: ignore[reportArgumentType]  (typeshed: its own type)
 
 
 def loads(text: str | None) -> Any:

@@ -56,11 +56,11 @@ class LazyDict(dict[str, Any]):
     def __iter__(self) -> Iterator[str]:
         return dict.__iter__(self)
 
-    def items(self) -> ItemsView[str, Any]:
+    def items(self) -> ItemsView[str, Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
         self.make_all()
         return dict.items(self)
 
-    def values(self) -> ValuesView[Any]:
+    def values(self) -> ValuesView[Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
         self.make_all()
         return dict.values(self)
 

@@ -343,10 +343,11 @@ async def _resolve_target(
 ) -> tuple[str, str, Target]:
     """The thread's resource and id, and the thread as a send's target."""
     target = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
-    if target.thread_id is not None:
+    thread_id = target.thread_id
+    if thread_id is not None:
         if target.run_id is not None:
-            target = Target(resource_id=target.resource_id, thread_id=target.thread_id)
-        return str(target.resource_id), target.thread_id, target
+            target = Target(resource_id=target.resource_id, thread_id=thread_id)
+        return str(target.resource_id), thread_id, target
     assert target.run_id is not None  # a target names a thread or a run (parse_target)
     run = await store.get_run(target.run_id)
     if run is None:

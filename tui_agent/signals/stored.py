@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC
 from json import encoder as json_encoder
 from typing import Any, cast
@@ -183,8 +183,9 @@ _SCALAR_JSON: frozenset[type] = frozenset({str, int, float, bool})
 # json's C encoder of a flat dict, as the store's encoder writes it (``_dumps_strict``'s
 # options: what ``JSONEncoder.encode`` calls, without its Python layers). No circular check:
 # it is only given names to plain scalars, nothing to recurse into.
-_flat_encoder = json_encoder.c_make_encoder(  # pyright: ignore[reportOptionalCall]
-    None, None, _json_str, None, ":", ",", False, False, False)
+_flat_encoder: Callable[[dict[str, Any], int], list[str]] = (  # pyright: ignore[reportUnknownVariableType]
+    json_encoder.c_make_encoder(  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+        None, None, _json_str, None, ":", ",", False, False, False))
 
 
 def _scalars_json(attributes: dict[str, Any]) -> str:
