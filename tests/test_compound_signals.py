@@ -198,3 +198,60 @@ async def test_a_burst_of_notifications_sent_now_merges_a_waiting_record_into_on
     assert len({r["record"].id for r in results}) == 3
     assert {r["record"].status for r in results} == {"delivered"}
     await _finish(held, woken)
+
+
+PLAIN_SHAPES: list[dict[str, Any]] = [
+    {"payload": {"n": 1.5, "ok": True, "url": "https://é"}, "summary": "é <b>&\"\n😀"},
+    {"attributes": {"repo": "x/y", "n": 3, "gone": None}, "metadata": {"pr": 7, "by": "ü"}},
+    {"metadata": {"none": None}, "payload": "text", "coalesce_key": "c"},
+    {"payload": {"nested": [1, {"a": 2}]}},  # not plain: the general path, in the same burst
+    {"attributes": {"list": [1, 2]}},  # not plain either
+]
+
+
+async def test_each_caller_of_a_mixed_burst_gets_the_record_stored_and_the_model_the_same_message(
+    stores: StoreFactory, agents: AgentFactory
+) -> None:
+    """Plain notifications (their record made from what was written, never read back) and
+    general ones in one burst: each caller's record is the stored one, and the run is given
+    what the general path gives it (a policy with decide() takes that path for all)."""
+    store = stores()
+    agent, held, woken = await _held_run(
+        agents, store, notifications={"delivery_policy": {"default": "deliver"}})
+    before = store.local_commits
+    shapes = [_note(i, **PLAIN_SHAPES[i % len(PLAIN_SHAPES)]) for i in range(20)]
+
+    results = await asyncio.wait_for(asyncio.gather(*(
+        agent.send_notification_signal(shape, resource_id=R, thread_id=T)
+        for shape in shapes)), GUARD_S)
+
+    assert store.local_commits - before == 1
+    for result in results:
+        assert result["record"] == await store.get_notification(result["record"].id)
+        assert result["record"].status == "delivered"
+        assert result["signal"].metadata["notification_id"] == result["record"].id
+        assert result["decision"].reason == "delivery_policy.default"
+    assert [r["record"].summary for r in results] == [s["summary"] for s in shapes]
+    seen = await _finish(held, woken)
+    ids = {r["record"].id: f"N{i}" for i, r in enumerate(results)}
+
+    general_store = stores()
+    agent2, held2, woken2 = await _held_run(agents, general_store, notifications={
+        "delivery_policy": {"decide": lambda record, state: "deliver"}})
+    general = [await agent2.send_notification_signal(shape, resource_id=R, thread_id=T)
+               for shape in shapes]
+    seen2 = await _finish(held2, woken2)
+    ids2 = {r["record"].id: f"N{i}" for i, r in enumerate(general)}
+
+    def named(messages: list[Any], by: dict[str, str]) -> list[str]:
+        out = [str(m) for m in messages if "<notification" in str(m)]
+        for record_id, name in by.items():
+            out = [m.replace(record_id, name) for m in out]
+        return out
+
+    # (the same thread of the same database: the model is given the first burst as history)
+    assert named(seen, ids) == named(seen2, ids2)[-20:] and len(named(seen, ids)) == 20
+    for mine, theirs in zip(results, general, strict=True):
+        skip = {"id", "thread_id", "created_at", "updated_at", "delivered_at"}
+        assert mine["record"].model_dump(exclude=skip) == theirs["record"].model_dump(
+            exclude=skip)

@@ -10,13 +10,14 @@ and byte-identical stored rows.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from tui_agent.errors import SignalError
@@ -494,3 +495,238 @@ def test_a_new_notification_record_is_the_one_validation_builds(given: dict[str,
     assert fast.model_fields_set == NotificationRecord(
         **fast.model_dump(include=fast.model_fields_set)).model_fields_set
     assert fast.model_dump_json() == general.model_dump_json()
+
+
+# -- a plain notification sent now: checked in one pass, its row written from the fields, its
+# signal routed as a PlainText, its record made from what was written (notifications/inbox.py)
+
+ODD = st.sampled_from([None, "", "  ", "\ud800", 3, ["x"], {"a": 1}, "x" * 20, "é"])
+ANY_NOTIFICATION = st.fixed_dictionaries(
+    {"source": st.sampled_from(["ci", "é", " x "]) | ODD,
+     "kind": st.sampled_from(["build", "k"]) | ODD, "summary": TEXT | ODD},
+    optional={
+        "priority": st.sampled_from(["low", "medium", "high", "urgent", "nope"]) | ODD,
+        "payload": STATE_VALUE | st.dictionaries(st.text(max_size=4), SCALAR, max_size=3),
+        "dedupe_key": st.one_of(st.none(), TEXT) | ODD, "coalesce_key": st.one_of(st.none(), TEXT),
+        "attributes": st.none() | st.dictionaries(ATTRIBUTE_NAME, SCALAR, max_size=3)
+        | st.sampled_from([{"id": "x"}, {"priority": 1}, [], "x"]),
+        "metadata": st.none() | st.dictionaries(st.text(max_size=5), SCALAR | JSON_VALUE,
+                                                max_size=3) | st.sampled_from([[], "x"]),
+        "sorce": st.just("typo"),
+    },
+)
+
+
+def notification_outcome(given: Any) -> dict[str, Any] | str:
+    from tui_agent.notifications.inbox import validate_notification
+
+    try:
+        return validate_notification(given)
+    except (SignalError, RecursionError) as error:
+        return f"{type(error).__name__}: {error}"
+
+
+@settings(max_examples=500, deadline=None)
+@given(NOTIFICATION | ANY_NOTIFICATION)
+def test_a_plain_notification_is_the_one_validation_checks(given: dict[str, Any]) -> None:
+    """For any notification, the one-pass check gives validate_notification's fields (same
+    values, same order) and the store's JSON of its payload, attributes and metadata, or
+    declines and leaves it, and its refusal word for word, to validate_notification."""
+    from tui_agent.notifications.inbox import plain_notification
+
+    plain, general = plain_notification(given), notification_outcome(given)
+    event("general" if plain is None else "plain")
+    if plain is None:
+        return
+    item, payload_json, attributes_json, metadata_json, plain_metadata = plain
+    assert isinstance(general, dict)
+    assert item == general and list(item) == list(general)
+    assert [type(v) for v in item.values()] == [type(v) for v in general.values()]
+    assert (payload_json, attributes_json, metadata_json) == (
+        dumps(general["payload"]), dumps(general["attributes"]), dumps(general["metadata"]))
+    assert plain_metadata == all(v is not None for v in general["metadata"].values())
+
+
+@pytest.mark.parametrize("given", [
+    {"source": "ci", "kind": "build", "summary": "r0-n1", "priority": "high", "dedupe_key": "d"},
+    {"source": "github", "kind": "pr", "summary": "é <b>&\"\n😀", "payload": {"n": 1.5, "ok": True},
+     "attributes": {"repo": "x/y", "n": 3, "none": None}, "metadata": {"url": "https://é"}},
+    {"source": "s", "kind": "k", "summary": "x", "metadata": {"gone": None}, "payload": "text"},
+])
+def test_the_common_notifications_take_the_one_pass_check(given: dict[str, Any]) -> None:
+    from tui_agent.notifications.inbox import plain_notification
+
+    plain = plain_notification(given)
+    assert plain is not None and plain[0] == notification_outcome(given)
+
+
+@pytest.fixture(scope="module")
+def inbox_db() -> Any:
+    """For each path, a store's schema in an in-memory SQLite database, driven here without
+    its writer."""
+    import sqlite3
+
+    from tui_agent.store.schema import MIGRATIONS
+
+    made = {path: sqlite3.connect(":memory:", isolation_level=None)
+            for path in ("plain", "general")}
+    for conn in made.values():
+        for migration in MIGRATIONS:
+            conn.executescript(migration)
+    yield made
+    for conn in made.values():
+        conn.close()
+
+
+class _Routing:
+    """What a notification's write asks of an agent's signal routing (agent/router.py)."""
+
+    def branches(self, if_active: Any, if_idle: Any) -> tuple[Any, Any]:
+        from tui_agent.signals.data import parse_if_active, parse_if_idle
+
+        return parse_if_active(if_active), parse_if_idle(if_idle)
+
+    def options(self, active: Any, idle: Any) -> tuple[str, str, bool, str, float, str | None]:
+        return active.behavior, idle.behavior, False, "owner", 3600.0, "agent"
+
+
+def _written_on(conn: Any, thread: str, call: Any) -> tuple[Any, Any]:
+    """``call``'s compound write alone on ``conn`` (``compound.compound``); its value and what
+    it stored of its record and its signal."""
+    from tui_agent.store.compound import compound
+    from tui_agent.store.dialect import SQLITE
+
+    value, _ = _in_transaction(conn, compound(SQLITE, call))
+    notification = conn.execute("SELECT * FROM notifications WHERE thread_id=?",
+                                (thread,)).fetchall()
+    signals = conn.execute(
+        "SELECT id, type, status, message, data FROM signals WHERE thread_id=? AND"
+        " type='notification'", (thread,)).fetchall()
+    return value, (notification, signals)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NOTIFICATION | ANY_NOTIFICATION, st.sampled_from(["deliver", "persist"]), st.booleans(),
+       st.sampled_from([None, datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)]))
+def test_a_plain_notification_writes_the_rows_of_the_general_path(
+    inbox_db: Any, given: dict[str, Any], action: str, active: bool, deliver_at: datetime | None,
+) -> None:
+    """A plain notification sent now stores, byte for byte, the notification and signal rows
+    the general path stores (the same ids and times given to both), so the model is given the
+    same message; and the record made from what it wrote, with no read, is the record a read
+    gives (once delivered into a live run, or left claimed for a woken one)."""
+    from tui_agent.notifications.inbox import (
+        _candidate,  # pyright: ignore[reportPrivateUsage]
+        _NotificationWrite,  # pyright: ignore[reportPrivateUsage]
+        plain_notification,
+    )
+    from tui_agent.notifications.policy import Decision
+    from tui_agent.signals.stored import model_message_of as rendered
+    from tui_agent.store.compound import compound
+    from tui_agent.store.dialect import SQLITE
+    from tui_agent.store.inbox import read_notification
+    from tui_agent.store.records import NotificationRecord
+
+    plain = plain_notification(given)
+    event("general" if plain is None else "plain")
+    if plain is None:
+        return
+    decision = Decision(action=action, deliver_at=deliver_at)
+    rows = []
+    for path in ("plain", "general"):
+        thread = f"t-{uuid.uuid4().hex}"
+        if active:  # a live run on the thread: the notification is delivered into it
+            _in_transaction(inbox_db[path], compound(SQLITE, _Starter(thread)))
+        if path == "plain":
+            call = _NotificationWrite(plain[0], None, decision, thread, "r", _Routing(), {},
+                                      plain)
+            assert call.new_row is not None
+            fast = call
+        else:
+            fresh = _candidate(plain[0], None, thread, "r").model_copy(
+                update={"id": fast.new_row[0]})  # pyright: ignore[reportOptionalSubscript]
+            call = _NotificationWrite(plain[0], fresh, decision, thread, "r", _Routing(), {})
+            call.now, call.token = fast.now, fast.token
+            call.claim_expires_at = fast.claim_expires_at
+        value, (notification, signals) = _written_on(inbox_db[path], thread, call)
+        record = value if isinstance(value, NotificationRecord) else value.record()
+        read = txn.drive(inbox_db[path], read_notification(SQLITE, record.id))
+        signal_id = signals[0][0]
+        data = json.loads(signals[0][4])
+        assert record == read  # what the caller is given is what is stored
+        rows.append((
+            [tuple("T" if v == thread else None if i in (15, 16) else v  # the delivery's time
+                   for i, v in enumerate(row)) for row in notification],
+            [(t, s, m, d.replace(signal_id, "ID").replace(data["created_at"], "AT"))
+             for _, t, s, m, d in signals],
+            rendered(data)["content"].replace(signal_id, "ID"),
+            read.model_copy(update={"thread_id": "T", "updated_at": None, "delivered_at": None}),
+        ))
+        if path == "plain" and not fast.plain_signal:
+            assert isinstance(fast.signal, Signal)
+    plain_rows, general_rows = rows
+    assert plain_rows[0] != [] and plain_rows[1] != []
+    assert plain_rows == general_rows
+
+
+def _in_transaction(conn: Any, write: Any) -> Any:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        value = txn.drive(conn, write)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return value
+
+
+class _Starter:
+    """A compound that routes one plain message with a wake: the thread gets a live run."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+
+    def before(self, d: Any) -> Any:
+        from tui_agent.store.compound import nothing_after
+
+        return nothing_after(d, None, None)
+
+    def route(self, value: Any) -> Any:
+        signal = plain_signal_in(plain_message("start"))
+        return (self.thread_id, "r", signal, signal, *_Routing().options(
+            *_Routing().branches(None, None)))
+
+    def after(self, d: Any, value: Any, routed: Any) -> Any:
+        from tui_agent.store.compound import nothing_after
+
+        return nothing_after(d, value, routed)
+
+
+@settings(max_examples=300, deadline=None)
+@given(STATE_SIGNAL, st.integers(1, 10**6))
+def test_a_state_signal_routed_as_plain_text_is_the_checked_signal(
+    given: dict[str, Any], version: int
+) -> None:
+    """A state signal of string contents and plain attributes and metadata is routed as a
+    ``PlainText``: stored byte for byte as the Signal the general path checks (given the same
+    id and time), and that Signal is what it builds when asked for."""
+    from tui_agent.signals.stored import branch_records
+    from tui_agent.state.lanes import _StateIn  # pyright: ignore[reportPrivateUsage]
+
+    try:
+        parsed = _StateIn(given)
+        general = parsed.checked_signal(version)
+    except (SignalError, RecursionError):
+        return
+    plain = parsed.plain_signal(version)
+    event("general" if plain is None else "plain")
+    if plain is None:
+        return
+    general.__dict__.update(id=plain.id, created_at=plain.created_at)
+    built = plain.signal()
+    assert built == general and list(built.__dict__) == list(general.__dict__)
+    assert built.model_fields_set == general.model_fields_set
+    fast_record, _ = branch_records(plain, {}, {})
+    general_record, _ = branch_records(general, {}, {})
+    assert stored_row(fast_record) == stored_row(general_record)
+    assert model_message_of(fast_record.data) == model_message_of(general_record.data)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import json.scanner
 from collections.abc import Callable
 from typing import Any
 
@@ -83,9 +84,23 @@ def why_unstorable(value: Any) -> str | None:
     return None
 
 
+# What ``json.loads`` runs for a text: the default decoder's C scanner (json.loads, its
+# decode() and raw_decode() are Python around it).
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.decoder.JSONDecoder())  # pyright: ignore[reportArgumentType]  (typeshed: its own type)
+
+
 def loads(text: str | None) -> Any:
-    """The value of a JSON column (``None`` for SQL NULL)."""
-    return None if text is None else json.loads(text)
+    """The value of a JSON column (``None`` for SQL NULL): ``json.loads(text)``, by its C
+    scanner alone when the text is one JSON value and nothing else (as the stores write
+    it); anything else (whitespace around it, bytes, an error) through ``json.loads``."""
+    if text is None:
+        return None
+    try:
+        value, end = _scan_once(text, 0)
+    except (StopIteration, TypeError, ValueError):  # not a value at 0 (or not text)
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 def json_round_trip(value: Any) -> Any:

@@ -383,7 +383,7 @@ class RoutedElsewhere:
                 agent.memory.lease_ttl_s, agent.id)
 
     def settle(
-        self, signal: Signal, target: Target, active: IfActive, idle: IfIdle,
+        self, signal: Signal | PlainText, target: Target, active: IfActive, idle: IfIdle,
         result: RouteResult,
     ) -> SignalReceipt:
         """The receipt of ``signal``, whose routing ``result`` is committed: settled as a
@@ -392,6 +392,7 @@ class RoutedElsewhere:
         receipt = SignalReceipt(signal, loop.create_future())
         if active.behavior == "persist" or idle.behavior == "persist":
             receipt.persist_future = loop.create_future()
-        self.agent.runtime.track(receipt.accepted)
         _on_routed(self.agent, target, idle, receipt, result, None)
+        if not receipt.accepted.done():  # a wake's run starting: close() waits for it
+            self.agent.runtime.track(receipt.accepted)
         return receipt

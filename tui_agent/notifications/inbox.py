@@ -13,9 +13,12 @@ import json
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import partial
+from os import urandom
 from typing import Any
 
 from tui_agent.errors import ArgumentTypeError, ConfigError, SignalError, StoreError
+from tui_agent.lazy import Later, LazyDict
 from tui_agent.notifications import delivery
 from tui_agent.notifications.policy import (
     PRIORITIES,
@@ -24,11 +27,13 @@ from tui_agent.notifications.policy import (
     DeliveryPolicy,
     agent_config,
     decide,
+    fixed_entry,
+    with_reason,
 )
 from tui_agent.notifications.ports import NotifyingAgent
 from tui_agent.notifications.records import STATUSES, NotificationRecord
 from tui_agent.signals import check_attributes, parse_if_idle, parse_target, unknown_keys_error
-from tui_agent.signals.data import Target, checked_signal, normalize_signal
+from tui_agent.signals.data import PlainText, Signal, Target, checked_signal, normalize_signal
 from tui_agent.signals.limits import (
     as_items,
     as_mapping,
@@ -38,18 +43,22 @@ from tui_agent.signals.limits import (
     check_text,
     flat_json_text,
     input_limits,
+    plain_attributes,
 )
 from tui_agent.signals.stored import branch_records
-from tui_agent.store.codec import new_id
+from tui_agent.store.codec import dumps, new_id
 from tui_agent.store.compound import nothing_after
 from tui_agent.store.contract import Store
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.inbox import (
+    NewRow,
+    delivered,
     delivered_all_and_read,
     delivered_and_read,
     read_notification,
     save_all_claimed,
     save_on_thread,
+    written_record,
 )
 from tui_agent.store.records import RouteResult, to_datetime
 from tui_agent.store.writes import RouteCall, Txn
@@ -179,6 +188,93 @@ def validate_notification(value: object) -> dict[str, Any]:
     }
 
 
+# A plain notification's checked fields (``validate_notification``'s), the store's JSON of its
+# payload, attributes and metadata, and whether its metadata is names to plain scalars only.
+Plain = tuple[dict[str, Any], str, str, str, bool]
+
+
+def plain_notification(value: object) -> Plain | None:
+    """``validate_notification(value)`` for the common notification (a dict of strings, a
+    known priority, attributes of names to plain scalars, a payload and metadata of the one
+    level :func:`~tui_agent.signals.limits.flat_json_text` takes, room for the signal's own
+    attributes and metadata), checked in one pass, with the JSON the store writes of its
+    payload, attributes and metadata; None for any other value, which
+    :func:`validate_notification` takes, with its errors word for word.
+    tests/test_signal_fast_path.py proves both agree."""
+    if type(value) is not dict:
+        return None
+    if not value.keys() <= _KEYS:  # pyright: ignore[reportUnknownMemberType]
+        return None
+    raw: dict[str, Any] = {**_ABSENT, **value}  # pyright: ignore[reportUnknownArgumentType]
+    priority, source, kind, summary = raw["priority"], raw["source"], raw["kind"], raw["summary"]
+    if type(priority) is not str or priority not in PRIORITY_RANK:
+        return None
+    limits = _limits()
+    for text in (source, kind, summary):  # _text's checks
+        if type(text) is not str or not text.strip():
+            return None
+        if text.isascii():
+            size = len(text)
+        else:
+            try:
+                size = len(text.encode("utf-8"))
+            except UnicodeEncodeError:  # a lone surrogate
+                return None
+        if size > limits.max_text_bytes:
+            return None
+    dedupe_key, coalesce_key = raw["dedupe_key"], raw["coalesce_key"]
+    for key in (dedupe_key, coalesce_key):  # _optional_key's
+        if key is not None and (
+                type(key) is not str or not key or not (key.isascii() or _utf8(key))):
+            return None
+    given = raw["attributes"]
+    if given is None:
+        attributes: dict[str, Any] = {}
+        attributes_json = "{}"
+    else:
+        plain = plain_attributes(given)
+        if plain is None or not plain.keys().isdisjoint(_RESERVED_ATTRIBUTES):
+            return None
+        attributes, attributes_json = plain, dumps(plain)
+    given = raw["metadata"]
+    if given is None:
+        metadata: dict[str, Any] = {}
+        metadata_json: str | None = "{}"
+    elif type(given) is dict:
+        metadata = dict(given)  # pyright: ignore[reportUnknownArgumentType]
+        metadata_json = flat_json_text(metadata)
+        if metadata_json is None:
+            return None
+    else:
+        return None
+    payload = raw["payload"]
+    payload_json = "null" if payload is None else flat_json_text(payload)
+    if payload_json is None:
+        return None
+    if (attributes or metadata or limits.max_attributes < 5) and (
+            len(attributes) + len(metadata) + 4 + ("notification_id" not in metadata)
+            > limits.max_attributes):
+        return None  # near the limit: the general path checks the signal as a send does
+    item = {"source": source, "kind": kind, "summary": summary, "priority": priority,
+            "payload": payload, "dedupe_key": dedupe_key, "coalesce_key": coalesce_key,
+            "attributes": attributes, "metadata": metadata}
+    plain_metadata = not metadata or None not in metadata.values()
+    return item, payload_json, attributes_json, metadata_json, plain_metadata
+
+
+# What a notification leaves out (validate_notification's defaults; None: a refusal there).
+_ABSENT: dict[str, Any] = dict.fromkeys(_KEYS) | {"priority": "medium"}
+_limits = input_limits
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 # -- storing --------------------------------------------------------------------------------------
 
 async def _merge_target(store: Store, thread_id: str, item: dict[str, Any]) -> Any:
@@ -244,15 +340,20 @@ async def _thread_state(store: Store, thread_id: str) -> str:
 
 async def _resolve_target(
     store: Store, run_id: object, resource_id: object, thread_id: object
-) -> tuple[str, str]:
+) -> tuple[str, str, Target]:
+    """The thread's resource and id, and the thread as a send's target."""
     target = parse_target(run_id=run_id, resource_id=resource_id, thread_id=thread_id)
-    if target.thread_id is not None:
-        return str(target.resource_id), target.thread_id
+    thread_id = target.thread_id
+    if thread_id is not None:
+        if target.run_id is not None:
+            target = Target(resource_id=target.resource_id, thread_id=thread_id)
+        return str(target.resource_id), thread_id, target
     assert target.run_id is not None  # a target names a thread or a run (parse_target)
     run = await store.get_run(target.run_id)
     if run is None:
         raise SignalError(f"no run {target.run_id!r} in memory")
-    return run.resource_id, run.thread_id
+    return run.resource_id, run.thread_id, Target(resource_id=run.resource_id,
+                                                  thread_id=run.thread_id)
 
 
 def _immediate(decision: Decision) -> str | None:
@@ -341,7 +442,8 @@ async def send_notification_signal(
     items: list[Any] = list(given) if isinstance(given, list) else [notification]
     if not items:
         raise SignalError("send_notification_signal got an empty list")
-    checked = [validate_notification(item) for item in items]
+    plain = None if listed else plain_notification(notification)
+    checked = [plain[0]] if plain is not None else [validate_notification(i) for i in items]
     idle = _stream_options_only(if_idle)
     store = memory.store
     # Deferred deliveries and timed digests go out even in a process that only takes in
@@ -349,12 +451,12 @@ async def send_notification_signal(
     runtime = getattr(agent, "runtime", None)  # an Agent's ThreadRuntime starts it
     if runtime is not None:
         runtime.ensure_dispatcher()
-    resource, thread = await _resolve_target(store, run_id, resource_id, thread_id)
+    resource, thread, target = await _resolve_target(store, run_id, resource_id, thread_id)
     policy = agent_config(agent).delivery_policy
     one_write = _one_write(agent, store, policy, checked, listed)
     if one_write is not None:
-        return await _send_in_one_write(agent, one_write, policy, checked[0], resource, thread,
-                                        idle)
+        return await _send_in_one_write(agent, one_write, policy, checked[0], target, idle,
+                                        plain)
     state = await _thread_state(store, thread)
     planned: list[tuple[NotificationRecord, bool, Decision]] = []
     for item in checked:
@@ -427,20 +529,30 @@ def _one_write(
 class _NotificationWrite:
     """A notification as one compound write: its record found/merged and stored (claimed
     for this send when it is sent now), its signal routed, the record marked delivered and
-    read back."""
+    read back.
+
+    Made with ``plain`` (a notification :func:`plain_notification` took, sent now), the record
+    is never built: its row is inserted from the checked fields, its signal routed as a
+    ``PlainText`` (or built from the fields), and what the write leaves of it is its row and
+    the time it was marked delivered (``WrittenRow``: ``store.inbox.written_record`` makes the
+    record a read back would give, when someone asks). A record it merges into takes the
+    general way (built, merged, read back)."""
 
     __slots__ = ("active", "claim_expires_at", "decision", "fresh", "idle", "item", "kind",
-                 "merge_keys", "now", "options", "resource_id", "signal", "thread_id", "token")
+                 "merge_keys", "new_row", "now", "options", "plain_signal", "resource_id",
+                 "signal", "thread_id", "token")
 
     def __init__(
-        self, item: dict[str, Any], fresh: NotificationRecord, decision: Decision,
+        self, item: dict[str, Any], fresh: NotificationRecord | None, decision: Decision,
         thread_id: str, resource_id: str, routing: Any, if_idle: dict[str, Any],
+        plain: Plain | None = None,
     ) -> None:
         self.item, self.fresh, self.decision = item, fresh, decision  # fresh: if nothing merges
         self.thread_id, self.resource_id = thread_id, resource_id
         self.kind = _immediate(decision)
         self.now = time.time()
-        self.token = f"inline:{new_id()}" if self.kind else None
+        ids = new_ids() if plain is not None else None  # the record's id and the claim's
+        self.token = (f"inline:{new_id()}" if ids is None else ids[1]) if self.kind else None
         self.claim_expires_at = self.now + delivery.CLAIM_TTL_S if self.token else None
         self.merge_keys = (
             None if item["dedupe_key"] is None and item["coalesce_key"] is None
@@ -450,50 +562,98 @@ class _NotificationWrite:
         if self.kind is not None and self.kind != "digest":
             self.active, self.idle = _branches(routing, self.kind, if_idle)
             self.options = routing.options(self.active, self.idle)
+        self.new_row: NewRow | None = None
+        self.plain_signal = False
+        if plain is not None:  # the row _insert_args would make of the scheduled record
+            assert ids is not None and self.token is not None and decision.action != "discard"
+            _, payload_json, attributes_json, metadata_json, self.plain_signal = plain
+            deliver_at, summary_at = decision.deliver_at, decision.summary_at
+            self.new_row = (
+                ids[0], thread_id, resource_id, item["source"], item["kind"],
+                item["priority"], "pending", item["summary"], payload_json, item["dedupe_key"],
+                item["coalesce_key"], 1, attributes_json, metadata_json, self.now, self.now, None,
+                None if deliver_at is None else deliver_at.timestamp(),
+                None if summary_at is None else summary_at.timestamp(), self.token,
+                self.claim_expires_at)
 
     def build(self, existing: NotificationRecord | None) -> NotificationRecord:
-        rec = self.fresh if existing is None else _candidate(
-            self.item, existing, self.thread_id, self.resource_id)
+        if existing is None:
+            assert self.fresh is not None  # made with a new row: build(None) is never asked
+            rec = self.fresh
+        else:
+            rec = _candidate(self.item, existing, self.thread_id, self.resource_id)
         return _scheduled(rec, self.decision, existing is not None, self.now)
 
-    def before(self, d: Dialect) -> Txn[NotificationRecord]:
+    def before(self, d: Dialect) -> Txn[NotificationRecord | NewRow]:
         rec = yield from save_on_thread(d, self.thread_id, self.resource_id, self.merge_keys,
-                                        self.build, self.now, self.token, self.claim_expires_at)
+                                        self.build, self.now, self.token, self.claim_expires_at,
+                                        self.new_row)
         if self.token is None:  # not sent now: the record as this call left it (a later one
-            rec = yield from read_notification(d, rec.id)  # of the batch may merge into it)
+            assert isinstance(rec, NotificationRecord)  # of the batch may merge into it)
+            rec = yield from read_notification(d, rec.id)
         return rec
 
     @staticmethod
     def before_all(
         d: Dialect, calls: list[_NotificationWrite]
-    ) -> Txn[list[NotificationRecord]]:
+    ) -> Txn[list[NotificationRecord | NewRow]]:
         """Every call's ``before`` in order: one batch when each record is claimed by its own
         call (sent now), else one by one."""
         if all(call.token is not None for call in calls):
             return (yield from save_all_claimed(d, calls))
-        saved: list[NotificationRecord] = []
+        saved: list[NotificationRecord | NewRow] = []
         for call in calls:
             saved.append((yield from call.before(d)))
         return saved
 
-    def route(self, rec: NotificationRecord) -> RouteCall | None:
+    def route(self, rec: NotificationRecord | NewRow) -> RouteCall | None:
         if self.options is None or self.active is None or self.idle is None:
             return None  # left for the dispatcher (or a digest, sent after this write)
-        sent = delivery.full_fields(rec)  # checked: the record's, and its attributes here
-        if len(sent["attributes"]) + len(sent["metadata"]) > input_limits().max_attributes:
-            self.signal = normalize_signal(delivery.full_signal(rec))  # near a limit: as a
-        else:  # send checks it
-            self.signal = checked_signal(sent)
+        if isinstance(rec, NotificationRecord):
+            sent = delivery.full_fields(rec)  # checked: the record's, and its attributes here
+            if len(sent["attributes"]) + len(sent["metadata"]) > input_limits().max_attributes:
+                self.signal = normalize_signal(delivery.full_signal(rec))  # near a limit: as
+            else:  # a send checks it
+                self.signal = checked_signal(sent)
+        else:
+            self.signal = self.new_signal(rec[0])
         when_active, when_idle = branch_records(
             self.signal, self.active.attributes, self.idle.attributes)
         return (self.thread_id, self.resource_id, when_active, when_idle, *self.options)
 
+    def new_signal(self, record_id: str) -> Signal | PlainText:
+        """The signal ``route`` sends for the new record ``record_id`` of a plain notification:
+        ``checked_signal(delivery.full_fields(record))``, whose attributes and metadata
+        :func:`plain_notification` counted within the limit; a ``PlainText`` (its Signal
+        built when asked for) when its metadata is names to plain scalars."""
+        item = self.item
+        attributes = {"id": record_id, "source": item["source"], "kind": item["kind"],
+                      "priority": item["priority"], **item["attributes"]}
+        metadata = {**item["metadata"], "notification_id": record_id}
+        if self.plain_signal and not self.active.attributes and not self.idle.attributes:  # type: ignore[union-attr]
+            return PlainText.typed(item["summary"], "notification", "notification", attributes,
+                                   metadata)
+        return checked_signal({"type": "notification", "tag_name": "notification",
+                               "contents": item["summary"], "attributes": attributes,
+                               "metadata": metadata})
+
     def after(
-        self, d: Dialect, rec: NotificationRecord, routed: RouteResult | None
-    ) -> Txn[NotificationRecord]:
+        self, d: Dialect, rec: NotificationRecord | NewRow, routed: RouteResult | None
+    ) -> Txn[NotificationRecord | WrittenRow]:
         if self.token is None:
+            assert isinstance(rec, NotificationRecord)
             return nothing_after(d, rec, routed)  # read back as it was stored (before)
-        return delivered_and_read(d, rec.id, self.mark_token(routed), time.time())
+        if isinstance(rec, NotificationRecord):
+            return delivered_and_read(d, rec.id, self.mark_token(routed), time.time())
+        return self.written(d, rec, routed)
+
+    def written(
+        self, d: Dialect, row: NewRow, routed: RouteResult | None
+    ) -> Txn[WrittenRow]:
+        now = time.time()
+        token = self.mark_token(routed)
+        yield from delivered(d, row[0], token, now)
+        return WrittenRow(row, None if token is None else now)
 
     def mark_token(self, routed: RouteResult | None) -> str | None:
         """The token to mark the record delivered with now (None: not now). A wake is
@@ -503,18 +663,51 @@ class _NotificationWrite:
 
     @staticmethod
     def after_all(
-        d: Dialect, calls: list[_NotificationWrite], values: list[NotificationRecord],
+        d: Dialect, calls: list[_NotificationWrite], values: list[NotificationRecord | NewRow],
         routed: list[RouteResult | None],
-    ) -> Txn[list[NotificationRecord]]:
-        """Every call's ``after`` in order: the marks and the reads back as one batch."""
+    ) -> Txn[list[NotificationRecord | WrittenRow]]:
+        """Every call's ``after`` in order: the marks and the reads back as one batch (a new
+        record of a plain notification is not read back: see ``WrittenRow``)."""
         if any(call.token is None for call in calls):
-            done: list[NotificationRecord] = []
+            done: list[NotificationRecord | WrittenRow] = []
             for call, rec, decided in zip(calls, values, routed, strict=True):
                 done.append((yield from call.after(d, rec, decided)))
             return done
-        return (yield from delivered_all_and_read(d, [
-            (rec.id, call.mark_token(decided))
-            for call, rec, decided in zip(calls, values, routed, strict=True)], time.time()))
+        now = time.time()
+        marks = [(_record_id(rec), call.mark_token(decided))
+                 for call, rec, decided in zip(calls, values, routed, strict=True)]
+        read = [rec.id for rec in values if isinstance(rec, NotificationRecord)]
+        records = iter((yield from delivered_all_and_read(d, marks, now, read)))
+        return [next(records) if isinstance(rec, NotificationRecord)
+                else WrittenRow(rec, None if token is None else now)
+                for rec, (_, token) in zip(values, marks, strict=True)]
+
+
+class WrittenRow:
+    """A new record as its write left it: its insert arguments, and the time it was marked
+    delivered (None: not marked)."""
+
+    __slots__ = ("delivered_at", "row")
+
+    def __init__(self, row: NewRow, delivered_at: float | None) -> None:
+        self.row, self.delivered_at = row, delivered_at
+
+    def record(self) -> NotificationRecord:
+        return written_record(self.row, self.delivered_at)
+
+
+def _record_id(rec: NotificationRecord | NewRow | WrittenRow) -> str:
+    if isinstance(rec, NotificationRecord):
+        return rec.id
+    if isinstance(rec, WrittenRow):
+        return rec.row[0]
+    return rec[0]
+
+
+def new_ids() -> tuple[str, str]:
+    """A new record's id and its send's claim token: two ``new_id``s from one draw."""
+    drawn = urandom(32).hex()
+    return drawn[:32], f"inline:{drawn[32:]}"
 
 
 # The branches of a delivery sent now with no stream options (almost every one), parsed once
@@ -552,14 +745,24 @@ def _scheduled(
 
 async def _send_in_one_write(
     agent: NotifyingAgent, one_write: tuple[Any, Any], policy: DeliveryPolicy,
-    item: dict[str, Any], resource: str, thread: str, if_idle: dict[str, Any],
+    item: dict[str, Any], target: Target, if_idle: dict[str, Any], plain: Plain | None = None,
 ) -> dict[str, Any]:
     routing, compound = one_write
+    resource, thread = target.resource_id, target.thread_id
+    assert resource is not None and thread is not None  # _resolve_target's
     # The decision reads neither the merged record nor the thread's state (see _one_write).
-    fresh = _candidate(item, None, thread, resource)
-    decision = await decide(policy, fresh, "idle")
-    call = _NotificationWrite(item, fresh, decision, thread, resource, routing, if_idle)
-    done: asyncio.Future[tuple[NotificationRecord, RouteResult | None]] = (
+    entry = fixed_entry(policy, item["source"]) if plain is not None else None
+    made: Any  # the decision, or (a plain notification sent now) how to make it when read
+    if entry is not None and _immediate(entry[0]) in ("deliver", "persist"):
+        # What decide() gives, made only if read (a copy of the entry, named by its reason).
+        decision, made = entry[0], Later(partial(with_reason, *entry))
+        call = _NotificationWrite(item, None, decision, thread, resource, routing, if_idle,
+                                  plain)
+    else:
+        fresh = _candidate(item, None, thread, resource)
+        decision = made = await decide(policy, fresh, "idle")
+        call = _NotificationWrite(item, fresh, decision, thread, resource, routing, if_idle)
+    done: asyncio.Future[tuple[NotificationRecord | WrittenRow, RouteResult | None]] = (
         asyncio.get_running_loop().create_future())
 
     def then(rec: Any, routed: RouteResult | None, error: BaseException | None) -> None:
@@ -573,20 +776,23 @@ async def _send_in_one_write(
     runtime: Any = agent.runtime
     runtime.track(done)  # close() waits for it, as for a send's receipt
     compound(then, call)
-    record, routed = await done
+    written, routed = await done
+    record: Any = written if isinstance(written, NotificationRecord) else Later(written.record)
     if call.kind is None:
-        return {"record": record, "decision": decision}
+        return {"record": record, "decision": made}
     store = agent.memory.store  # pyright: ignore[reportOptionalMemberAccess]
     assert call.token is not None
+    record_id = _record_id(written)
     if call.kind == "digest":  # stored and claimed in the write; the digest goes out now
-        out = await _act(agent, store, record, decision, call.token, if_idle)
-        return {"record": await store.get_notification(record.id), "decision": decision, **out}
+        assert isinstance(written, NotificationRecord)  # (a plain notification is sent now)
+        out = await _act(agent, store, written, decision, call.token, if_idle)
+        return {"record": await store.get_notification(record_id), "decision": made, **out}
     assert routed is not None
-    receipt = routing.settle(call.signal, Target(resource_id=resource, thread_id=thread),
-                             call.active, call.idle, routed)
+    receipt = routing.settle(call.signal, target, call.active, call.idle, routed)
     try:
         accepted = await receipt.accepted
-        out: dict[str, Any] = {"signal": receipt.signal, "accepted": accepted}
+        out: dict[str, Any] = {"signal": Later(partial(_receipt_signal, receipt)),
+                               "accepted": accepted}
         if accepted.get("run_id"):
             out["run_id"] = accepted["run_id"]
         if accepted.get("action") == "persist":
@@ -598,10 +804,16 @@ async def _send_in_one_write(
         ids = await _claimed_ids(store, thread, call.token)
         await delivery.mark_failed_attempt(store, ids, call.token, exc, time.time(),
                                            digest=False)
-        return {"record": await store.get_notification(record.id), "decision": decision,
-                "delivery_error": f"{type(exc).__name__}: {exc}"}
+        return LazyDict(record=await store.get_notification(record_id), decision=made,
+                        delivery_error=f"{type(exc).__name__}: {exc}")
     if routed.action not in ("deliver", "persist"):  # a wake: delivered once its run started
         ids = await _claimed_ids(store, thread, call.token)
         await delivery.mark_delivered(store, ids, call.token, time.time())
-        record = await store.get_notification(record.id) or record
-    return {"record": record, "decision": decision, **out}
+        record = await store.get_notification(record_id) or record
+    # A dict whose record, decision and Signal are made when first read (tui_agent/lazy.py):
+    # a burst's callers mostly read "accepted" only.
+    return LazyDict(record=record, decision=made, **out)
+
+
+def _receipt_signal(receipt: Any) -> Signal:
+    return receipt.signal

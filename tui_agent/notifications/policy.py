@@ -217,8 +217,28 @@ def default_decision(priority: str, thread_state: str, now: datetime) -> Decisio
                     reason="medium on an active thread: summarised in the next digest")
 
 
-def _with_reason(decision: Decision, reason: str) -> Decision:
+def with_reason(decision: Decision, reason: str) -> Decision:
+    """``decision``, or its copy with ``reason`` if it gives none (what :func:`decide`
+    returns for a policy entry)."""
     return decision if decision.reason else decision.model_copy(update={"reason": reason})
+
+
+_with_reason = with_reason
+
+
+def fixed_entry(policy: DeliveryPolicy, source: str) -> tuple[Decision, str] | None:
+    """The policy entry :func:`decide` takes for any record of ``source`` on any thread, when
+    that reads neither the record's priority nor the thread's state (no ``decide()``; an entry
+    for the source, or a default and no per-priority entries): (the entry, the reason
+    :func:`decide` gives it, see :func:`with_reason`). None when the decision depends on
+    more."""
+    if policy.decide is not None:
+        return None
+    if source in policy.sources:
+        return policy.sources[source], f"delivery_policy.sources[{source!r}]"
+    if policy.priorities or policy.default is None:
+        return None
+    return policy.default, "delivery_policy.default"
 
 
 async def decide(

@@ -211,8 +211,13 @@ def _from_validation_error(exc: ValidationError, what: str) -> SignalError:
     return SignalError("; ".join(messages))
 
 
-# What pydantic's validation leaves on a plain user message (see plain_message).
+# What pydantic's validation leaves on a plain user message (see plain_message), on a Signal
+# ``normalize_signal`` builds from any dict, and on one ``checked_signal`` builds from the
+# fields of a typed signal a sender made itself (a notification's: no provider options).
 _PLAIN_FIELDS_SET = frozenset({"type", "contents", "tag_name"})
+_SIGNAL_FIELDS_SET = frozenset(
+    {"type", "tag_name", "contents", "attributes", "metadata", "provider_options"})
+_TYPED_FIELDS_SET = frozenset({"type", "tag_name", "contents", "attributes", "metadata"})
 _set_attr = object.__setattr__
 
 
@@ -229,9 +234,11 @@ def plain_message(text: str) -> Signal:
 class PlainText:
     """A signal of one string before its Signal is built: the text (checked), the id and time
     (ns since the epoch) it was given when sent, and for a ``send_signal`` dict its type, tag and
-    attributes (checked: names to scalars). A send routes it as it is and builds the Signal only
-    when someone asks for it (``receipt.signal``): a burst's sends skip the Signal and pydantic
-    (~2 µs each for a text, ~15 µs for a typed dict). Never changed once made."""
+    attributes (checked: names to scalars), for a notification also its metadata (names to plain
+    scalars, no None: ``signals.stored.plain_text_in`` writes them). A send routes it as it is
+    and builds the Signal only when someone asks for it (``receipt.signal``): a burst's sends
+    skip the Signal and pydantic (~2 µs each for a text, ~15 µs for a typed dict). Never changed
+    once made."""
 
     id: str
     text: str
@@ -239,8 +246,10 @@ class PlainText:
     type: str = "user"
     tag_name: str = "user"
     attributes: dict[str, Any] = field(default_factory=dict)
-    #: Made from a ``send_signal`` dict (its Signal's fields-set is a signal's, not a message's).
-    from_dict: bool = False
+    #: The fields-set of its Signal: a message's, a ``send_signal`` dict's (``_SIGNAL_FIELDS_SET``)
+    #: or a notification's (``_TYPED_FIELDS_SET``), as the general path leaves each.
+    fields_set: frozenset[str] = _PLAIN_FIELDS_SET
+    metadata: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, text: str) -> PlainText:
@@ -273,7 +282,20 @@ class PlainText:
             return None
         check_text(contents, "signal contents")  # the general path's first check of a value
         now_ns = time.time_ns()
-        return cls(_new_id(now_ns), contents, now_ns, signal_type, tag, attributes, True)
+        return cls(_new_id(now_ns), contents, now_ns, signal_type, tag, attributes,
+                   _SIGNAL_FIELDS_SET)
+
+    @classmethod
+    def typed(
+        cls, text: str, signal_type: str, tag_name: str, attributes: dict[str, Any],
+        metadata: dict[str, Any],
+    ) -> PlainText:
+        """``checked_signal`` of these fields (checked by the caller: a notification's, whose
+        attributes are names to plain scalars or None and metadata names to plain scalars),
+        with its Signal built when asked for."""
+        now_ns = time.time_ns()
+        return cls(_new_id(now_ns), text, now_ns, signal_type, tag_name, attributes,
+                   _TYPED_FIELDS_SET, metadata)
 
     @property
     def created_at(self) -> datetime:
@@ -293,21 +315,18 @@ class PlainText:
         signal = Signal.__new__(Signal)
         _set_attr(signal, "__dict__", {
             "id": self.id, "type": self.type, "tag_name": self.tag_name, "contents": self.text,
-            "attributes": dict(self.attributes), "metadata": {}, "provider_options": {},
-            "created_at": self.created_at,
+            "attributes": dict(self.attributes),
+            "metadata": {} if self.metadata is None else dict(self.metadata),
+            "provider_options": {}, "created_at": self.created_at,
         })
-        fields_set = _SIGNAL_FIELDS_SET if self.from_dict else _PLAIN_FIELDS_SET
-        _set_attr(signal, "__pydantic_fields_set__", set(fields_set))
+        _set_attr(signal, "__pydantic_fields_set__", set(self.fields_set))
         _set_attr(signal, "__pydantic_extra__", None)
         _set_attr(signal, "__pydantic_private__", None)
         return signal
 
 
-# The keys of a signal dict the fast path takes, and what normalize_signal leaves as the
-# fields-set of the Signal it builds from any dict (checked_signal).
+# The keys of a signal dict the fast path takes.
 _PLAIN_SIGNAL_KEYS = frozenset({"type", "tag_name", "contents", "attributes"})
-_SIGNAL_FIELDS_SET = frozenset(
-    {"type", "tag_name", "contents", "attributes", "metadata", "provider_options"})
 
 
 _second_json: tuple[int, str] = (-1, "")  # the last second written: a burst shares it

@@ -106,9 +106,20 @@ def merge_checked(own: Mapping[str, Any], branch: Mapping[str, Any]) -> dict[str
 
 
 def render_element(tag: str, attributes: Mapping[str, Any], text: str) -> str:
-    """``<tag a="v" ...>escaped text</tag>``; attributes must already be merged and non-None."""
-    attrs = "".join(f' {name}="{escape_attribute(v)}"' for name, v in attributes.items())
+    """``<tag a="v" ...>escaped text</tag>``; attributes must already be merged and non-None.
+    Strings and integers that need no escaping (found with one search over them all: each
+    escape is of one character) are written as they are; else each value is escaped
+    (``escape_attribute``)."""
+    values = [v if type(v) is str else str(v) if type(v) is int else _OTHER
+              for v in attributes.values()]
+    if _OTHER in values or _ATTR_RE.search("".join(values)) is not None:
+        attrs = "".join([f' {name}="{escape_attribute(v)}"' for name, v in attributes.items()])
+    else:
+        attrs = "".join([f' {name}="{v}"' for name, v in zip(attributes, values, strict=True)])
     return f"<{tag}{attrs}>{escape_text(text)}</{tag}>"
+
+
+_OTHER: Any = object()  # an attribute value render_element escapes on its own
 
 
 def _as_signal(signal: Signal | Mapping[str, Any]) -> Signal:

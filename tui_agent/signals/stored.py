@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC
 from json import encoder as json_encoder
 from typing import Any, cast
@@ -42,8 +42,8 @@ def branch_records(
     built once. A ``PlainText`` (only for branches without attributes) is written as its JSON
     without a Signal (:func:`plain_text_in`)."""
     if isinstance(sent, PlainText):
-        record = plain_text_in(
-            sent.id, sent.tag_name, sent.text, sent.created_json, sent.type, sent.attributes)
+        record = plain_text_in(sent.id, sent.tag_name, sent.text, sent.created_json, sent.type,
+                               sent.attributes, sent.metadata)
         return record, record
     when_active = signal_in(sent, active_attributes)
     if active_attributes == idle_attributes:
@@ -176,20 +176,25 @@ def plain_text_in(
     return SignalIn(signal_id, signal_type, None, None, data_json, derived_message=True)
 
 
-# The JSON of each plain scalar type, as the store's encoder writes it (a float as its repr).
-_SCALAR_JSON: dict[type, Any] = {
-    str: _json_str, int: int.__repr__, float: float.__repr__,
-    bool: lambda value: "true" if value else "false",  # pyright: ignore[reportUnknownLambdaType]
-}
+# The plain scalar types (JSON's strings, numbers and booleans; a float must be finite).
+_SCALAR_JSON: frozenset[type] = frozenset({str, int, float, bool})
+
+
+# json's C encoder of a flat dict, as the store's encoder writes it (``_dumps_strict``'s
+# options: what ``JSONEncoder.encode`` calls, without its Python layers). No circular check:
+# it is only given names to plain scalars, nothing to recurse into.
+_flat_encoder: Callable[[dict[str, Any], int], list[str]] = (  # pyright: ignore[reportUnknownVariableType]
+    json_encoder.c_make_encoder(  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+        None, None, _json_str, None, ":", ",", False, False, False))
 
 
 def _scalars_json(attributes: dict[str, Any]) -> str:
     """The JSON of checked attributes of names to plain scalars (``limits.plain_attributes``),
-    merged as a stored signal's are (None left out), without the encoder's setup per call."""
-    return "{" + ",".join([
-        f"{_json_str(name)}:{_SCALAR_JSON[type(value)](value)}"
-        for name, value in attributes.items() if value is not None
-    ]) + "}"
+    merged as a stored signal's are (None left out): what the store's encoder writes of them
+    (json's C encoder, called once; tests/test_signal_fast_path.py)."""
+    if None in attributes.values():
+        attributes = {name: value for name, value in attributes.items() if value is not None}
+    return "".join(_flat_encoder(attributes, 0))
 
 
 def model_message_of(data: dict[str, Any]) -> dict[str, Any]:

@@ -13,9 +13,11 @@ import hashlib
 import inspect
 import json
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from tui_agent.errors import ConfigError, SignalError
+from tui_agent.lazy import Later, LazyDict
 from tui_agent.signals import (
     check_attributes,
     check_contents,
@@ -25,7 +27,7 @@ from tui_agent.signals import (
     parse_target,
     unknown_keys_error,
 )
-from tui_agent.signals.data import IfActive, IfIdle, Signal, checked_signal
+from tui_agent.signals.data import IfActive, IfIdle, PlainText, Signal, checked_signal
 from tui_agent.signals.limits import (
     check_id,
     check_json_value,
@@ -169,6 +171,11 @@ def _check_payload(state: Mapping[str, Any], mode: str) -> tuple[Any, Any, str]:
     return None, delta, json_text(delta, "delta") if text is None else text
 
 
+_USER_TAGS = frozenset({"user", "user-message"})  # a typed signal may not use them
+# Plain JSON scalars (a float checked finite when the signal was checked).
+_PLAIN_TYPES = frozenset({str, int, float, bool})
+
+
 class _StateIn:
     """A validated state signal."""
 
@@ -205,6 +212,23 @@ class _StateIn:
         object checked when it was made (contents, tag, attributes, metadata; the two
         attributes the lane adds are counted then)."""
         return checked_signal(self.signal(version))
+
+    def plain_signal(self, version: int) -> PlainText | None:
+        """:meth:`checked_signal` as a ``PlainText`` (its Signal built when asked for) for the
+        common state signal: string contents, attributes and metadata of names to plain
+        scalars (metadata without None), a tag that is not the user's; None for any other."""
+        contents = self.contents
+        if type(contents) is not str or self.tag_name.lower() in _USER_TAGS:
+            return None
+        for value in self.attributes.values():
+            if type(value) not in _PLAIN_TYPES and value is not None:
+                return None
+        for value in self.metadata.values():
+            if type(value) not in _PLAIN_TYPES:
+                return None
+        fields = self.signal(version)
+        return PlainText.typed(contents, "state", self.tag_name, fields["attributes"],
+                               fields["metadata"])
 
     def signal(self, version: int) -> dict[str, Any]:
         return {
@@ -347,7 +371,11 @@ class _LaneSignal:
     def route(self, value: Row | None) -> RouteCall | None:
         if value is None:
             return None  # unchanged: nothing sent
-        self.signal = self.signal.checked_signal(int(value[2]))
+        version = int(value[2])
+        parsed: _StateIn = self.signal
+        plain = None if self.active.attributes or self.idle.attributes else (
+            parsed.plain_signal(version))
+        self.signal = parsed.checked_signal(version) if plain is None else plain
         when_active, when_idle = branch_records(
             self.signal, self.active.attributes, self.idle.attributes)
         return (self.thread_id, self.put[7] or "", when_active, when_idle, *self.options)
@@ -392,7 +420,13 @@ async def _send_in_one_write(
     row, receipt = await done
     if row is None:
         return {"skipped": True, "reason": "unchanged"}
-    lane = lane_of(row)
     accepted = await receipt.accepted
-    return {"skipped": False, "version": lane.version, "lane": lane, "signal": receipt.signal,
-            "accepted": accepted, "receipt": receipt}
+    # The lane and the Signal made when first read (tui_agent/lazy.py): a burst's callers
+    # mostly read "accepted" only.
+    return LazyDict(skipped=False, version=int(row[2]), lane=Later(partial(lane_of, row)),
+                    signal=Later(partial(_receipt_signal, receipt)), accepted=accepted,
+                    receipt=receipt)
+
+
+def _receipt_signal(receipt: Any) -> Signal:
+    return receipt.signal

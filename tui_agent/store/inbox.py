@@ -339,9 +339,25 @@ def _save(
     return rec
 
 
+# A new record's insert arguments (``_INSERT``'s columns, in order): id, thread_id,
+# resource_id, source, kind, priority, status, summary, payload, dedupe_key, coalesce_key,
+# coalesced_count, attributes, metadata (the three JSON columns as their text), created_at,
+# updated_at, discarded_at, deliver_at, summary_at, claimed_by, claim_expires_at.
+NewRow = tuple[
+    str, str, str, str, str, str, str, str, str, str | None, str | None, int, str, str,
+    float, float, float | None, float | None, float | None, str | None, float | None]
+
+
+def insert_args(
+    rec: NotificationRecord, now: float, claim_token: str | None, claim_expires_at: float | None
+) -> NewRow:
+    """What :meth:`Inbox.save_notification` inserts for a new record ``rec``."""
+    return _insert_args(rec, now, claim_token, claim_expires_at)
+
+
 def _insert_args(
     rec: NotificationRecord, now: float, claim_token: str | None, claim_expires_at: float | None
-) -> tuple[object, ...]:
+) -> NewRow:
     return (
         rec.id, rec.thread_id, rec.resource_id, rec.source, rec.kind, rec.priority,
         rec.status, rec.summary, dumps(rec.payload), rec.dedupe_key, rec.coalesce_key, 1,
@@ -369,18 +385,24 @@ def save_on_thread(
     d: Dialect, thread_id: str, resource_id: str, merge_keys: tuple[str, str, str | None,
     str | None] | None, build: Callable[[NotificationRecord | None], NotificationRecord],
     now: float, claim_token: str | None, claim_expires_at: float | None,
-) -> Txn[NotificationRecord]:
+    new_row: NewRow | None = None,
+) -> Txn[NotificationRecord | NewRow]:
     """In the open transaction: the thread checked (created if new; ``SignalError`` if it is
     another resource's), the record to merge into found (``merge_keys``: source, kind,
     dedupe key, coalesce key; None: no merge), ``build(existing or None)`` stored as
     :meth:`Inbox.save_notification` stores it (merged if ``existing`` was given). The record
-    as stored."""
+    as stored; or, when nothing merges and ``new_row`` is given (the record's insert
+    arguments, as :func:`insert_args` makes them), ``new_row`` inserted as it is, and
+    returned (no record built: see :func:`written_record`)."""
     yield from _thread_of_resource(d, thread_id, resource_id)
     existing = None
     if merge_keys is not None:
         found: list[Row] = yield Statement(
             d.sql(_MERGE), (thread_id, *merge_keys, now), rows=True)
         existing = notification_of(found[0]) if found else None
+    if existing is None and new_row is not None:
+        yield Statement(d.sql(_INSERT), new_row)
+        return new_row
     record = build(existing)
     return (yield from _save(d, record, existing is not None, now, claim_token,
                              claim_expires_at))
@@ -392,9 +414,14 @@ def delivered_and_read(
     """Mark the record delivered where ``token``'s claim stands (as
     :meth:`Inbox.mark_notifications_delivered`; no token: nothing marked), then the record as
     stored."""
+    yield from delivered(d, notification_id, token, now)
+    return (yield from read_notification(d, notification_id))
+
+
+def delivered(d: Dialect, notification_id: str, token: str | None, now: float) -> Txn[None]:
+    """:func:`delivered_and_read` without the read."""
     if token is not None:
         yield Statement(d.sql(_DELIVERED), (now, now, notification_id, token))
-    return (yield from read_notification(d, notification_id))
 
 
 def read_notification(d: Dialect, notification_id: str) -> Txn[NotificationRecord]:
@@ -413,6 +440,7 @@ class ClaimedSave(Protocol):
     now: float
     token: str | None
     claim_expires_at: float | None
+    new_row: NewRow | None
 
     def build(self, existing: NotificationRecord | None) -> NotificationRecord: ...
 
@@ -421,15 +449,18 @@ MANY_PENDING: Final = 500  # a thread with more waiting records: each call looks
 _READ_CHUNK: Final = 50  # ids read back per statement (one statement's form: the last repeated)
 
 
-def save_all_claimed(d: Dialect, saves: Sequence[ClaimedSave]) -> Txn[list[NotificationRecord]]:
+def save_all_claimed(
+    d: Dialect, saves: Sequence[ClaimedSave]
+) -> Txn[list[NotificationRecord | NewRow]]:
     """:func:`save_on_thread` for each of ``saves``, in order, as if one after another, for
     records each claimed by its own call (``token`` set: sent now): the batch form a burst of
     notifications uses. Such a record is never a later call's merge target (it is claimed), so
     the thread's mergeable records are read once and each call takes its target from them, a
     target taken by one call (claimed now) leaving them; new records are inserted with one
-    ``executemany``. Raises what the first failing save would (the caller replays them one by
-    one). A thread with more than ``MANY_PENDING`` mergeable records: each looked up as
-    :func:`save_on_thread` does."""
+    ``executemany`` (a save's ``new_row`` as it is, and returned in its record's place, as
+    :func:`save_on_thread` does). Raises what the first failing save would (the caller replays
+    them one by one). A thread with more than ``MANY_PENDING`` mergeable records: each looked up
+    as :func:`save_on_thread` does."""
     assert all(save.token is not None for save in saves)
     targets: dict[str, list[NotificationRecord]] = {}
     for thread_id, resource_id in dict.fromkeys((s.thread_id, s.resource_id) for s in saves):
@@ -443,17 +474,23 @@ def save_all_claimed(d: Dialect, saves: Sequence[ClaimedSave]) -> Txn[list[Notif
             if len(found) > MANY_PENDING:
                 return (yield from _each_saved(d, saves))
             targets[thread_id] = [notification_of(row) for row in found]
-    saved: list[NotificationRecord] = []
-    inserts: list[tuple[object, ...]] = []
+    saved: list[NotificationRecord | NewRow] = []
+    inserts: list[NewRow] = []
     for save in saves:
         expires = save.claim_expires_at
         existing = None if save.merge_keys is None else _merge_target(
             targets.get(save.thread_id, []), save.merge_keys)
-        rec = save.build(existing)
         if existing is None:
-            inserts.append(_insert_args(rec, save.now, save.token, expires))
-            saved.append(rec)
+            row = save.new_row
+            if row is None:
+                rec = save.build(None)
+                row = _insert_args(rec, save.now, save.token, expires)
+                saved.append(rec)
+            else:
+                saved.append(row)
+            inserts.append(row)
             continue
+        rec = save.build(existing)
         targets[save.thread_id].remove(existing)  # claimed by this call now
         if inserts:  # in call order
             yield Statement(d.sql(_INSERT), inserts, many=True)
@@ -477,25 +514,31 @@ def _merge_target(
     return None
 
 
-def _each_saved(d: Dialect, saves: Sequence[ClaimedSave]) -> Txn[list[NotificationRecord]]:
-    saved: list[NotificationRecord] = []
+def _each_saved(
+    d: Dialect, saves: Sequence[ClaimedSave]
+) -> Txn[list[NotificationRecord | NewRow]]:
+    saved: list[NotificationRecord | NewRow] = []
     for save in saves:
         saved.append((yield from save_on_thread(
             d, save.thread_id, save.resource_id, save.merge_keys, save.build, save.now,
-            save.token, save.claim_expires_at)))
+            save.token, save.claim_expires_at, save.new_row)))
     return saved
 
 
 def delivered_all_and_read(
-    d: Dialect, marks: Sequence[tuple[str, str | None]], now: float
+    d: Dialect, marks: Sequence[tuple[str, str | None]], now: float,
+    read: Sequence[str] | None = None,
 ) -> Txn[list[NotificationRecord]]:
     """:func:`delivered_and_read` for each of ``marks`` (id, token or None), in order: one
-    ``executemany`` of the marks, the records read back a chunk of ids per statement."""
-    delivered = [(now, now, notification_id, token) for notification_id, token in marks
-                 if token is not None]
-    if delivered:
-        yield Statement(d.sql(_DELIVERED), delivered, many=True)
-    ids = [notification_id for notification_id, _ in marks]
+    ``executemany`` of the marks, the records read back a chunk of ids per statement (only
+    those of ``read``, in its order, if given)."""
+    marked = [(now, now, notification_id, token) for notification_id, token in marks
+              if token is not None]
+    if marked:
+        yield Statement(d.sql(_DELIVERED), marked, many=True)
+    ids = [notification_id for notification_id, _ in marks] if read is None else list(read)
+    if not ids:
+        return []
     records: dict[str, NotificationRecord] = {}
     for start in range(0, len(ids), _READ_CHUNK):
         chunk = ids[start:start + _READ_CHUNK]
@@ -506,3 +549,24 @@ def delivered_all_and_read(
             record = notification_of(row)
             records[record.id] = record
     return [records[notification_id] for notification_id in ids]
+
+
+def written_record(row: NewRow, delivered_at: float | None) -> NotificationRecord:
+    """The record a read gives after ``row`` (a new record's insert arguments) was inserted
+    and, with ``delivered_at``, marked delivered at that time by the claim it was inserted
+    with (:func:`delivered`; nothing else can touch a record claimed by its own call):
+    ``notification_of`` of the row as stored, without reading it (tests/test_signal_fast_path.py
+    and tests/test_notifications.py check it is the record read back)."""
+    (record_id, thread_id, resource_id, source, kind, priority, status, summary, payload,
+     dedupe_key, coalesce_key, coalesced_count, attributes, metadata, created_at, updated_at,
+     discarded_at, deliver_at, summary_at, _claimed_by, _claim_expires_at) = row
+    attempts = 0
+    if delivered_at is not None:  # _DELIVERED, where the claim stands (it does: this call's)
+        status = "delivered" if status == "pending" else status
+        updated_at, deliver_at, summary_at, attempts = delivered_at, None, None, 1
+    return notification_of((
+        record_id, thread_id, resource_id, source, kind, priority, status, summary, payload,
+        dedupe_key, coalesce_key, coalesced_count, attributes, metadata, created_at, updated_at,
+        delivered_at, None, None, None, discarded_at, None, deliver_at, summary_at, None,
+        attempts, None,
+    ))
