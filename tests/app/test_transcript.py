@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from datetime import UTC, datetime
 from typing import Any
 
@@ -118,3 +120,19 @@ def test_pruning_also_bounds_the_text_kept_so_long_answers_do_not_pile_up() -> N
     assert [e.text[0] for e in transcript.entries] == ["7", "8", "9"]
     assert transcript.prune_to(60, max_chars=10) == 2  # never the newest entry
     assert [e.text[0] for e in transcript.entries] == ["9"]
+
+
+def test_a_pruned_tool_call_is_let_go_and_its_late_result_changes_nothing() -> None:
+    transcript = Transcript()
+    for i in range(5):
+        transcript.apply(event("tool-call", f"run{i}", tool_call_id=f"c{i}", tool_name="add",
+                               args={"a": i}))
+        transcript.apply(event("tool-result", f"run{i}", tool_call_id=f"c{i}", result=i))
+    first = weakref.ref(transcript.entries[0])
+    transcript.take_changes()
+    assert transcript.prune_to(2) == 3
+    transcript.take_changes()
+    transcript.apply(event("tool-result", "run0", tool_call_id="c0", result="late"))
+    assert transcript.take_changes().changed == []
+    gc.collect()
+    assert first() is None  # nothing keeps the pruned call (its arguments, its result)

@@ -365,6 +365,9 @@ class Transcript:
         for entry in gone:
             self._by_key.pop(entry.key, None)
             self._changed.pop(entry.key, None)
+        if any(entry.kind == "tool" for entry in gone):  # a pruned call and its result go too
+            self._tool_calls = {call: e for call, e in self._tool_calls.items()
+                                if id(e) not in ids}
         fresh = {id(e) for e in self._added} | {id(e) for e in self._prepended}
         self._removed.extend(e for e in gone if id(e) not in fresh)
         self._added = [e for e in self._added if id(e) not in ids]
