@@ -37,6 +37,7 @@ from tui_agent.signals.data import PlainText, Signal, Target, checked_signal, no
 from tui_agent.signals.limits import (
     as_items,
     as_mapping,
+    carries_utf8,
     check_json_value,
     check_limit,
     check_str,
@@ -225,7 +226,7 @@ def plain_notification(value: object) -> Plain | None:
     dedupe_key, coalesce_key = raw["dedupe_key"], raw["coalesce_key"]
     for key in (dedupe_key, coalesce_key):  # _optional_key's
         if key is not None and (
-                type(key) is not str or not key or not (key.isascii() or _utf8(key))):
+                type(key) is not str or not key or not carries_utf8(key)):
             return None
     given = raw["attributes"]
     if given is None:
@@ -265,14 +266,6 @@ def plain_notification(value: object) -> Plain | None:
 # What a notification leaves out (validate_notification's defaults; None: a refusal there).
 _ABSENT: dict[str, Any] = dict.fromkeys(_KEYS) | {"priority": "medium"}
 _limits = input_limits
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 # -- storing --------------------------------------------------------------------------------------

@@ -67,6 +67,18 @@ def set_input_limits(limits: InputLimits | None) -> None:
     _limits = limits
 
 
+def carries_utf8(text: str) -> bool:
+    """Whether UTF-8 can carry ``text`` (no lone surrogate): :func:`check_str`'s test, as a yes
+    or no for the fast paths that hand anything else to the general path."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_str(value: str, where: str) -> str:
     """A string that UTF-8 can carry (no lone surrogate): the store and every provider need it."""
     if value.isascii():  # no surrogate, and no copy to find it out (the common case)
@@ -415,11 +427,8 @@ def flat_json_text(value: Any) -> str | None:
         text = _flat_json_of(value)
     except ValueError:  # NaN or infinity: the general path's error
         return None
-    if not text.isascii():
-        try:  # a lone surrogate in a key or string is in the text as it is
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return None
+    if not carries_utf8(text):  # a lone surrogate in a key or string is in the text as it is
+        return None
     # An integer of D digits is within the limit when D <= bound - 2 (``_check_int``), and no
     # integer in the text is longer than the text.
     bound = min(limits.max_int_digits, sys.get_int_max_str_digits() or sys.maxsize)
