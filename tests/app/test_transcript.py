@@ -136,3 +136,19 @@ def test_a_pruned_tool_call_is_let_go_and_its_late_result_changes_nothing() -> N
     assert transcript.take_changes().changed == []
     gc.collect()
     assert first() is None  # nothing keeps the pruned call (its arguments, its result)
+
+
+def test_the_runs_of_pruned_answers_are_let_go_the_live_and_last_ones_kept() -> None:
+    """A pane that streams for hours showed thousands of runs: the transcript keeps what the
+    header needs of a run only while the run has entries, is live, or is the last one."""
+    transcript = Transcript()
+    for i in range(6):
+        transcript.apply(event("start", f"run{i}", agent_id="demo"))
+        transcript.apply(event("text-delta", f"run{i}", text=f"answer {i}"))
+        transcript.apply(event("finish", f"run{i}", usage={"input_tokens": 1}))
+    transcript.apply(event("start", "live", agent_id="demo"))  # live, nothing shown yet
+    transcript.take_changes()
+    assert transcript.prune_to(2) == 4
+    assert set(transcript.runs) == {"run4", "run5", "live"}
+    assert transcript.last_ended is not None and transcript.last_ended.run_id == "run5"
+    assert transcript.runs["run5"].input_tokens == 1

@@ -372,6 +372,17 @@ class Transcript:
         self._removed.extend(e for e in gone if id(e) not in fresh)
         self._added = [e for e in self._added if id(e) not in ids]
         self._prepended = [e for e in self._prepended if id(e) not in ids]
+        self._forget_runs({e.run_id for e in gone if e.run_id})
+
+    def _forget_runs(self, run_ids: set[str]) -> None:
+        """A run whose entries are all gone is let go (the transcript kept one per run ever
+        shown): unless it is live or the header's last run, paging back brings it again."""
+        shown = {e.run_id for e in self.entries}
+        keep = {run.run_id for run in (self.last_run, self.last_ended) if run is not None}
+        for run_id in run_ids - shown - keep:
+            run = self.runs.get(run_id)
+            if run is not None and run.status != "running":
+                del self.runs[run_id]
 
     def prune_to(self, keep: int, max_chars: int | None = None) -> int:
         """Drop the oldest entries so at most ``keep`` remain and, with ``max_chars``, their
