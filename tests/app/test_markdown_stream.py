@@ -14,7 +14,7 @@ from rich.markdown import Markdown
 from rich.segment import Segment
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
-from textual.geometry import Offset, Region
+from textual.geometry import Offset
 from textual.pilot import Pilot
 from textual.selection import Selection
 
@@ -316,38 +316,6 @@ async def test_layout_only_when_the_line_count_changes() -> None:
         assert calls and calls[0].get("layout") is True
         await pilot.pause()
         assert widget.size.height == 5
-
-
-async def test_a_growing_answer_repaints_only_its_new_lines() -> None:
-    """A sync that adds lines at the same width renders the changed and new lines again, not
-    every line on screen (Textual repaints a resized widget whole); the screen still shows
-    what a widget made at once from the same text shows."""
-    app = Host()
-    async with app.run_test(size=(WIDTH, 40)) as pilot:
-        widget = await streamed_widget(app, pilot, "Intro paragraph.\n\n- one\n- two\n\nTail")
-        await pilot.pause()
-        painted: list[int] = []
-        real_render_line = widget.render_line
-
-        def spy(y: int) -> Any:
-            painted.append(y)
-            return real_render_line(y)
-
-        widget.render_line = spy  # type: ignore[method-assign]
-        before = widget.size.height
-        widget.append(" grows.\n\nA new paragraph\n\nand another")
-        await pilot.pause()
-        await pilot.pause()
-        after = widget.size.height
-        assert after > before
-        # the tail (the gap above it, its line that grew) and the lines below it; the intro
-        # and the list above (lines 0-3) are not rendered again
-        assert painted and min(painted) == 4 and max(painted) == after - 1, sorted(painted)
-        shown = widget.text_lines()
-        assert shown == await reference_lines(app, pilot, widget.markdown)
-        # what the screen takes from the widget (its cached lines, stale ones included)
-        cached = widget.render_lines(Region(0, 0, widget.size.width, after))
-        assert [strip.text.rstrip() for strip in cached] == shown
 
 
 async def test_selection_copies_rendered_text_or_the_whole_source() -> None:

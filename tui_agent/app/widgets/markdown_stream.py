@@ -104,10 +104,7 @@ class MarkdownStream(NoLayoutEcho, Widget):
       may differ (``render_final``), not of the whole answer again. Where the blocks are
       independent the streamed lines already equal the final ones: nothing jumps at the end.
     - The height is the number of rendered lines (``height: auto``). A layout is requested only
-      when that number changes; otherwise only the changed lines are repainted. Either way only
-      the lines that changed or are new are rendered again: a layout that finds the answer
-      taller at the same width keeps the painted lines above the change
-      (tests/app/test_markdown_stream.py::test_a_growing_answer_repaints_only_its_new_lines).
+      when that number changes; otherwise only the changed lines are repainted.
     - A width change re-renders lazily, at the next layout or paint, never per append.
     - Lines take the widget's background and colour at paint time (so they follow a pane whose
       background changes on focus), and code blocks a pygments theme chosen by the app theme's
@@ -155,7 +152,6 @@ class MarkdownStream(NoLayoutEcho, Widget):
         self._options: ConsoleOptions | None = None
         self._changed_from = _UNCHANGED  # first line changed since the last repaint request
         self._laid_out_height = -1  # the height last reported to the layout
-        self._resized_to: Size | None = None  # during a same-width size change: the new size
         self._update_scheduled = False
         self._paint_style: Style | None = None  # the widget's style during one paint
         self._streamed = not finished  # False: made finished (history), never streamed
@@ -216,9 +212,7 @@ class MarkdownStream(NoLayoutEcho, Widget):
         height = self._line_count()
         changed_from, self._changed_from = self._changed_from, _UNCHANGED
         if height != self._laid_out_height:
-            first = min(changed_from, max(0, self._laid_out_height))  # changed, or new
-            self.refresh(Region(0, first, width, max(height, self._laid_out_height) - first),
-                         layout=True)
+            self.refresh(layout=True)
         elif changed_from < height:
             self.refresh(Region(0, changed_from, width, height - changed_from))
 
@@ -238,30 +232,9 @@ class MarkdownStream(NoLayoutEcho, Widget):
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         self._prepare(width)
+        self._changed_from = _UNCHANGED  # a layout repaints the whole widget
         self._laid_out_height = self._line_count()
         return self._laid_out_height
-
-    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size,
-                      layout: bool = True) -> bool:
-        # Textual repaints a widget whole when its size changes. At the same width the lines
-        # above the change are the ones on screen: only the changed and the new lines are
-        # marked (``_set_dirty``); ``flush`` marked them when it asked for this layout.
-        self._resized_to = size if size.width == self.outer_size.width else None
-        try:
-            return super()._size_updated(size, virtual_size, container_size, layout)
-        finally:
-            self._resized_to = None
-
-    def _set_dirty(self, *regions: Region) -> None:
-        size = self._resized_to
-        if regions or size is None:
-            if not regions:
-                self._changed_from = _UNCHANGED  # all repainted: nothing left to request
-            super()._set_dirty(*regions)
-            return
-        first = min(self._changed_from, self.outer_size.height)
-        if first < size.height:
-            super()._set_dirty(Region(0, first, size.width, size.height - first))
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The widget's style walks every ancestor: work it out once per paint, not per line.
