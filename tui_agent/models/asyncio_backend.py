@@ -17,6 +17,12 @@ half a frame at 60 fps) after it arrived. ``benchmarks/bench_direct_stream.py`` 
 deltas were seen beside the CPU, with and without coalescing. Over TLS the socket's own
 transport rests under the TLS one, so the records wait in the kernel too.
 
+Chunk joining: a provider sends each SSE event as its own HTTP/1.1 chunk, and h11 yields one
+``Data`` event per chunk, each climbing httpcore's and httpx's stream layers on its own, although
+a coalesced read carried four or five. The stream joins the chunks of a chunked answer that one
+read brought into one chunk before h11 sees them (:class:`_ChunkJoiner`: the same body bytes;
+chunk boundaries carry no meaning in HTTP/1.1), so h11 and the layers run once per read.
+
 It keeps httpcore's contract: ``read`` returns ``b""`` at the end of the stream and at most
 ``max_bytes``, raises ``httpcore.ReadError`` once the stream was closed (an abort closing the
 response while a read waits) or the connection broke, ``ReadTimeout``/``WriteTimeout``/
