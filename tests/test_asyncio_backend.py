@@ -339,7 +339,9 @@ def test_what_the_joiner_does_not_understand_passes_as_it_came() -> None:
 
     bad_size = _HEAD + b"5\r\nhello\r\nzz\r\nnope\r\n0\r\n\r\n"  # h11 reports it, as before
     not_chunked = b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n5\r\nhello"
-    for request, wire in ((_REQUEST, bad_size), (_REQUEST, not_chunked),
+    upgraded = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n" + _HEAD + _chunked(
+        [b"a", b"b"])  # another protocol after the 101: its bytes are not HTTP's
+    for request, wire in ((_REQUEST, bad_size), (_REQUEST, not_chunked), (_REQUEST, upgraded),
                           (b"HEAD / HTTP/1.1\r\n\r\n", _HEAD + _chunked([b"a", b"b"]))):
         joiner = _ChunkJoiner()
         joiner.request(request)

@@ -278,9 +278,9 @@ class _ChunkJoiner:
             return data
         code = int(status)
         split = end - seen  # where the head ends in data
-        if 100 <= code < 200:  # an interim answer: the real head follows
+        if 100 <= code < 200 and code != 101:  # an interim answer: the real head follows
             return data[:split] + self._head_of(data[split:])
-        if code in (204, 304) or not _is_chunked(head[:end]):
+        if code in (101, 204, 304) or not _is_chunked(head[:end]):  # 101: another protocol
             self._state = _PASS
             return data
         self._state = _BODY
