@@ -302,6 +302,68 @@ async def test_an_error_event_in_the_stream_is_a_model_call_error(
     assert "overloaded (key ***)" in str(info.value) and key not in str(info.value)
 
 
+def _delta(text: str) -> bytes:
+    chunk = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+async def _answer_in_one_write(events: list[bytes]) -> tuple[list[ModelEvent], Exception | None]:
+    """What the direct model makes of an answer whose events all came in one write (one read:
+    a chunk per event, as providers send them), from a bare server on 127.0.0.1."""
+    body = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n" + body)
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    model = OpenAIHTTPModel("openai/fake", api_base=f"http://127.0.0.1:{port}/v1", api_key="sk-t")
+    events: list[ModelEvent] = []
+    failure: Exception | None = None
+    try:
+        async for event in model.stream(request()):
+            events.append(event)
+    except ModelCallError as exc:
+        failure = exc
+    await http_client.close_shared_client(force=True)
+    server.close()
+    await server.wait_closed()
+    return events, failure
+
+
+async def test_the_events_of_one_read_are_all_handed_on_in_order() -> None:
+    multi_line = b'data: {"choices": [{"index": 0,\ndata: "delta": {"content": "d"}}]}\n\n'
+    spaced = b'data:  {"choices": [{"delta": {"content": "e"}}]} \n\n'
+    finish = b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
+    events, failure = await _answer_in_one_write(
+        [_delta("a"), _delta("b"), _delta("c"), multi_line, spaced, b": ping\n\n", finish,
+         b"data: [DONE]\n\n"])
+    assert failure is None
+    assert events == [TextDelta("a"), TextDelta("b"), TextDelta("c"), TextDelta("d"),
+                      TextDelta("e"), StepEnd("stop", None)]
+
+
+async def test_a_bad_event_among_good_ones_of_one_read_gets_its_own_error() -> None:
+    events, failure = await _answer_in_one_write(
+        [_delta("a"), _delta("b"), b"data: {\"choices\": [\n\n", _delta("c"),
+         b"data: [DONE]\n\n"])
+    assert events == [TextDelta("a"), TextDelta("b")]  # the good ones before it, then the error
+    assert isinstance(failure, ModelCallError)
+    assert "a chunk that is not JSON" in str(failure)
+    # Two bad halves that would make one good value if their events were decoded as one text:
+    events, failure = await _answer_in_one_write(
+        [_delta("a"), b'data: {"choices": [{"delta": {"content": "b"}}]},\n\n',
+         b"data: 1\n\n", b"data: [DONE]\n\n"])
+    assert events == [TextDelta("a")] and "not JSON" in str(failure)
+
+
 async def test_an_answer_that_is_not_an_event_stream_is_a_model_call_error(
     openai_server: FakeOpenAIServer,
 ) -> None:

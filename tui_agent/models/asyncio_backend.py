@@ -17,6 +17,12 @@ half a frame at 60 fps) after it arrived. ``benchmarks/bench_direct_stream.py`` 
 deltas were seen beside the CPU, with and without coalescing. Over TLS the socket's own
 transport rests under the TLS one, so the records wait in the kernel too.
 
+Chunk joining: a provider sends each SSE event as its own HTTP/1.1 chunk, and h11 yields one
+``Data`` event per chunk, each climbing httpcore's and httpx's stream layers on its own, although
+a coalesced read carried four or five. The stream joins the chunks of a chunked answer that one
+read brought into one chunk before h11 sees them (:class:`_ChunkJoiner`: the same body bytes;
+chunk boundaries carry no meaning in HTTP/1.1), so h11 and the layers run once per read.
+
 It keeps httpcore's contract: ``read`` returns ``b""`` at the end of the stream and at most
 ``max_bytes``, raises ``httpcore.ReadError`` once the stream was closed (an abort closing the
 response while a read waits) or the connection broke, ``ReadTimeout``/``WriteTimeout``/
@@ -196,6 +202,170 @@ def _expire(waiter: asyncio.Future[None]) -> None:
         waiter.set_exception(httpcore.ReadTimeout("timed out waiting for the response"))
 
 
+# The joiner's states: not joining, in a response's head, in a chunked body.
+_PASS, _HEAD, _BODY = 0, 1, 2
+_LONGEST_HEAD = 64 * 1024  # a response head longer than this is passed on unread
+_LONGEST_CHUNK_LINE = 4096  # a chunk-size line longer than this is passed on unread
+
+
+class _ChunkJoiner:
+    """Rejoins the chunks of a chunked HTTP/1.1 response body that one read brought into one
+    chunk: same body bytes, fewer chunks.
+
+    Why: a provider sends each SSE event as its own HTTP chunk, and h11 yields one ``Data``
+    event per chunk, each climbing httpcore's and httpx's stream layers on its own, although a
+    coalesced read carried four or five of them. Chunk boundaries carry no meaning in HTTP/1.1
+    (any intermediary may re-chunk a body, RFC 9112 section 7.1); h11 (which still checks the
+    framing it is given) sees one chunk per read instead. Nothing is held back but the start of a
+    chunk-size line split between reads: the bytes of a chunk that has not all arrived are passed
+    on at once, under a size line that covers the whole of that chunk.
+
+    It joins only what it understands: the answer to an HTTP/1.1 request it saw written (not
+    ``HEAD`` or ``CONNECT``), with a ``Transfer-Encoding`` ending in ``chunked``, a status not
+    1xx, 204 or 304, and well-formed size lines. Anything else (and everything after a framing
+    it does not understand, and after the body's last chunk) is passed on as it came, so h11
+    sees and reports it as before."""
+
+    __slots__ = ("_crlf", "_head", "_held", "_method", "_open", "_state")
+
+    def __init__(self) -> None:
+        self._state = _PASS
+        self._method = b""
+        self._head = b""  # the response head read so far (_HEAD)
+        self._held = b""  # the start of a chunk-size line whose end has not come (_BODY)
+        self._open = 0  # bytes of the current chunk still to come (_BODY)
+        self._crlf = 0  # bytes of the CRLF after the current chunk still to come (_BODY)
+
+    def request(self, data: bytes) -> None:
+        """A request starts with ``data`` (its first write): its answer's body may be joined."""
+        line, _, _ = data.partition(b"\r\n")
+        method, _, rest = line.partition(b" ")
+        joinable = rest.endswith(b" HTTP/1.1") and method not in (b"HEAD", b"CONNECT")
+        self._state = _HEAD if joinable else _PASS
+        self._method = method
+        self._head = b""
+        self._held = b""
+        self._open = self._crlf = 0
+
+    def held(self) -> bytes:
+        """What is held back (the stream ended): passed on as it is, and nothing joined after."""
+        held, self._held = self._held, b""
+        self._state = _PASS
+        return held
+
+    def feed(self, data: bytes) -> bytes:
+        """``data`` as read, its chunks joined: never longer than ``data`` plus what was held."""
+        if self._state == _BODY:
+            return self._body(data)
+        if self._state == _HEAD:
+            return self._head_of(data)
+        return data
+
+    def _head_of(self, data: bytes) -> bytes:
+        seen = len(self._head)
+        head = self._head + data
+        end = head.find(b"\r\n\r\n")
+        if end < 0:
+            self._head = head if len(head) < _LONGEST_HEAD else b""
+            if not self._head:
+                self._state = _PASS
+            return data
+        end += 4
+        self._head = b""
+        status = head[9:12]
+        if not head.startswith(b"HTTP/1.1 ") or not status.isdigit():
+            self._state = _PASS
+            return data
+        code = int(status)
+        split = end - seen  # where the head ends in data
+        if 100 <= code < 200 and code != 101:  # an interim answer: the real head follows
+            return data[:split] + self._head_of(data[split:])
+        if code in (101, 204, 304) or not _is_chunked(head[:end]):  # 101: another protocol
+            self._state = _PASS
+            return data
+        self._state = _BODY
+        return data[:split] + self._body(data[split:]) if split < len(data) else data
+
+    def _body(self, data: bytes) -> bytes:
+        buf = self._held + data if self._held else data
+        self._held = b""
+        size = len(buf)
+        out: list[bytes] = []
+        pos = 0
+        if self._open:  # the rest of a chunk that started in an earlier read, as it comes
+            pos = min(self._open, size)
+            out.append(buf[:pos])
+            self._open -= pos
+            if self._open:
+                return buf
+            self._crlf = 2
+        if self._crlf:
+            n = min(self._crlf, size - pos)
+            out.append(buf[pos:pos + n])
+            pos += n
+            self._crlf -= n
+            if self._crlf:
+                return b"".join(out)
+        payloads: list[bytes] = []
+        declared = 0  # the joined chunk's size: its chunks', the last one whole
+        rest = b""  # what follows the joined chunk, as it came
+        while pos < size:
+            line_end = buf.find(b"\r\n", pos)
+            if line_end < 0:
+                if size - pos > _LONGEST_CHUNK_LINE:
+                    self._state, rest = _PASS, buf[pos:]
+                else:
+                    self._held = buf[pos:]
+                break
+            length = _chunk_size(buf[pos:line_end])
+            if length is None or length == 0:  # not understood, or the body's last chunk
+                self._state, rest = _PASS, buf[pos:]
+                break
+            start = line_end + 2
+            end = start + length
+            if end + 2 <= size:
+                if buf[end:end + 2] != b"\r\n":
+                    self._state, rest = _PASS, buf[pos:]
+                    break
+                payloads.append(buf[start:end])
+                declared += length
+                pos = end + 2
+                continue
+            payloads.append(buf[start:end])  # the last chunk has not all come: it stays open
+            declared += length
+            if end <= size:
+                self._crlf = end + 2 - size
+                rest = buf[end:]  # the start of its CRLF
+            else:
+                self._open = end - size
+            pos = size
+            break
+        if payloads:
+            out.append(b"%x\r\n" % declared)
+            out.extend(payloads)
+            if not (self._open or self._crlf):
+                out.append(b"\r\n")
+        out.append(rest)
+        return b"".join(out)
+
+
+def _chunk_size(line: bytes) -> int | None:
+    """The size a chunk-size line gives (its extensions are dropped), or None if it is not one
+    (h11 then reports it)."""
+    digits = line.partition(b";")[0].rstrip(b" \t")
+    if not 0 < len(digits) <= 20 or digits.strip(b"0123456789abcdefABCDEF"):
+        return None
+    return int(digits, 16)
+
+
+def _is_chunked(head: bytes) -> bool:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"transfer-encoding":
+            return value.strip().lower().endswith(b"chunked")
+    return False
+
+
 class AsyncioStream(httpcore.AsyncNetworkStream):
     """One connection: reads come from its :class:`_ReadBuffer`, writes go to the transport."""
 
@@ -208,6 +378,10 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         # or on the loop's next turn, whichever comes first.
         self._unsent: list[bytes] = []
         self._send_soon: asyncio.Handle | None = None
+        # The chunks of a chunked answer that one read brought are joined into one chunk.
+        self._chunks = _ChunkJoiner()
+        self._request_next = True  # the next write starts a request
+        self._ready = b""  # joined bytes past a read's max_bytes, for the next read
 
     def _send_unsent(self) -> None:
         if self._send_soon is not None:
@@ -221,17 +395,36 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         if self._unsent:
             self._send_unsent()
+        if self._ready:
+            return self._give(b"", max_bytes)
         buffer = self._buffer
-        if not buffer.chunks:
-            if not (buffer.eof or buffer.lost or self._closed):
-                await buffer.wait(timeout)
-            if self._closed:
-                raise httpcore.ReadError("the connection was closed")
+        while True:
             if not buffer.chunks:
-                if buffer.error is not None:
-                    raise httpcore.ReadError(str(buffer.error) or type(buffer.error).__name__)
-                return b""  # the end of the stream
-        return buffer.take(max_bytes)
+                if not (buffer.eof or buffer.lost or self._closed):
+                    await buffer.wait(timeout)
+                if self._closed:
+                    raise httpcore.ReadError("the connection was closed")
+                if not buffer.chunks:
+                    held = self._chunks.held()  # the stream ended inside a chunk-size line
+                    if held:
+                        return self._give(held, max_bytes)
+                    if buffer.error is not None:
+                        raise httpcore.ReadError(str(buffer.error) or type(buffer.error).__name__)
+                    return b""  # the end of the stream
+            data = self._chunks.feed(buffer.take(max_bytes))
+            if data:  # else all it brought was the start of a chunk-size line: read on
+                return self._give(data, max_bytes)
+
+    def _give(self, data: bytes, max_bytes: int) -> bytes:
+        """``data`` after what was ready, at most ``max_bytes`` of it (the rest is ready)."""
+        self._request_next = True  # the answer is being read: a write starts the next request
+        if self._ready:
+            data = self._ready + data
+        if len(data) > max_bytes:
+            self._ready = data[max_bytes:]
+            return data[:max_bytes]
+        self._ready = b""
+        return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
@@ -239,6 +432,9 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if self._closed or self._buffer.lost or self._transport.is_closing():
             raise httpcore.WriteError("the connection is closed")
         self._buffer.new_request()
+        if self._request_next:
+            self._request_next = False
+            self._chunks.request(buffer)
         self._unsent.append(buffer)
         if sum(len(part) for part in self._unsent) >= _SEND_AT_ONCE:
             self._send_unsent()  # a large body: sent now, with what waited before it
@@ -288,7 +484,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         """True if the server sent something or closed: an idle connection not to reuse. The
         loop may not have seen a close yet, so an idle socket is polled once."""
         buffer = self._buffer
-        if buffer.chunks or buffer.eof or buffer.lost or self._closed:
+        if self._ready or buffer.chunks or buffer.eof or buffer.lost or self._closed:
             return True
         sock = self._transport.get_extra_info("socket")
         if sock is None or sock.fileno() < 0:

@@ -29,7 +29,7 @@ import json
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, TypeVar
 
@@ -209,15 +209,17 @@ class OpenAIHTTPModel:
     async def _events(
         self, response: Any, step: _Step, watchdog: _Watchdog
     ) -> AsyncIterator[ModelEvent]:
-        loads = json.loads
-        async for data in sse_data(response):
+        async for batch in sse_batches(response):
             watchdog.chunk()
-            if data == b"[DONE]":
-                step.done = True  # read on to the body's end: the connection stays reusable
-                continue
-            if data:
-                step.started = True
-                for event in step.feed(loads(data)):
+            if b"[DONE]" in batch or b"" in batch:
+                if b"[DONE]" in batch:
+                    step.done = True  # read on to the body's end: the connection stays reusable
+                batch = [data for data in batch if data and data != b"[DONE]"]
+                if not batch:
+                    continue
+            step.started = True
+            for chunk in _decoded(batch):
+                for event in step.feed(chunk):
                     yield event
         if not step.done and step.finish is None:
             raise ModelCallError(
@@ -468,16 +470,68 @@ def _tool_call_delta(call: dict[str, Any]) -> ToolCallDelta:
 
 
 # -- server-sent events ------------------------------------------------------------------------
+_JSON = json.JSONDecoder()
+
+
+def _decoded(payloads: list[bytes]) -> Iterator[Any]:
+    """The JSON value of each payload, in order. The payloads of one read are decoded as one
+    text (one UTF-8 decode, one C call per value, no ``json.loads`` wrapper per event), joined by
+    NUL, which valid JSON never holds: a payload is taken only if its value ends exactly at the
+    next NUL. Anything else (a bad event, whitespace around a value, another encoding) is decoded
+    event by event with ``json.loads``, so the good events before a bad one are handed on and the
+    bad one raises its own ``JSONDecodeError``. Tested in tests/test_openai_http.py."""
+    if len(payloads) == 1:
+        yield json.loads(payloads[0])
+        return
+    values: list[Any] = []
+    try:
+        text = b"\0".join(payloads).decode()
+        decode, end, index = _JSON.raw_decode, len(text), 0
+        for _ in payloads:
+            value, index = decode(text, index)
+            if index < end and text[index] != "\0":
+                raise ValueError("not one value")
+            values.append(value)
+            index += 1
+        if index != end + 1:
+            raise ValueError("not one value")
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError too
+        for payload in payloads:
+            yield json.loads(payload)
+        return
+    yield from values
+
+
+def _body_of(response: Any) -> AsyncIterator[bytes]:
+    """The decoded body's pieces: without a content encoding, straight from the response's
+    stream (``httpx.Response.stream``, which maps httpcore's errors to httpx's), not through
+    ``aiter_bytes``/``aiter_raw``, two layers (an identity decoder, two byte chunkers) that
+    each piece climbed for nothing."""
+    stream = getattr(response, "stream", None)
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("identity", "") and stream is not None and hasattr(stream, "__aiter__"):
+        return stream.__aiter__()
+    return response.aiter_bytes()
+
+
 async def sse_data(response: Any) -> AsyncIterator[bytes]:
+    """The ``data`` of each server-sent event of ``response``, one by one (see
+    :func:`sse_batches`)."""
+    async for batch in sse_batches(response):
+        for data in batch:
+            yield data
+
+
+async def sse_batches(response: Any) -> AsyncIterator[list[bytes]]:
     """The ``data`` of each server-sent event of ``response`` (its data lines joined by
-    ``\n``, as bytes: ``json.loads`` takes them as they are), read from the decoded body in as
-    few passes as the bytes came in. What httpx-sse's ``EventSource.aiter_sse`` gives for the
-    events that carry data, without its layers (text decoding, a line decoder, an event object
-    per line): on a fast stream those are most of the client's work per chunk, and a woken
-    run's first delta waits for all of them (issue 22). Comments and the ``event``, ``id`` and
-    ``retry`` fields are skipped; lines end with LF, CRLF or CR (a CR that ends a read waits for
-    the next, which may start with its LF). ``SSEError`` (httpx-sse's)
-    unless the answer is an event stream. Tested in tests/test_openai_http.py."""
+    ``\n``, as bytes: ``json.loads`` takes them as they are), a list per piece of the decoded
+    body that completed any: as few passes as the bytes came in. What httpx-sse's
+    ``EventSource.aiter_sse`` gives for the events that carry data, without its layers (text
+    decoding, a line decoder, an event object per line): on a fast stream those are most of the
+    client's work per chunk, and a woken run's first delta waits for all of them (issue 22).
+    Comments and the ``event``, ``id`` and ``retry`` fields are skipped; lines end with LF, CRLF
+    or CR (a CR that ends a read waits for the next, which may start with its LF). ``SSEError``
+    (httpx-sse's) unless the answer is an event stream. Tested in tests/test_openai_http.py."""
     content_type = response.headers.get("content-type", "").partition(";")[0]
     if "text/event-stream" not in content_type:
         from httpx_sse import SSEError
@@ -486,23 +540,26 @@ async def sse_data(response: Any) -> AsyncIterator[bytes]:
                        f"got {content_type!r}")
     pending = b""
     data: list[bytes] = []
-    async for chunk in response.aiter_bytes():
+    async for chunk in _body_of(response):
         text = pending + chunk if pending else chunk
         if b"\r" in text:
             held = text.endswith(b"\r")  # its \n may come in the next chunk
             text = text[:-1] if held else text
             text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
         *lines, pending = text.split(b"\n")
+        events: list[bytes] = []
         for line in lines:
             if not line:
                 if data:
-                    yield data[0] if len(data) == 1 else b"\n".join(data)
+                    events.append(data[0] if len(data) == 1 else b"\n".join(data))
                     data = []
             elif line.startswith(b"data:"):
                 value = line[5:]
                 data.append(value[1:] if value.startswith(b" ") else value)
             elif line == b"data":
                 data.append(b"")
+        if events:
+            yield events
     # An event the body ends before its blank line is incomplete: dropped, as the spec says.
 
 
