@@ -35,17 +35,28 @@ from tui_agent.app.widgets.waiting_signals import WaitingSignals
 FOCUSED_HZ = 12.0
 BACKGROUND_HZ = 2.0
 SYNC_GRID_S = 1.0 / 12  # every pane's syncs land on this app-wide grid (``until_sync_tick``)
+SYNC_SLACK_S = 0.02  # how late a sync may have run and still keep its pane's next on the grid
 NOTICE_S = 4.0  # how long a route or error line stays
 
 
-def until_sync_tick(delay: float, now: float | None = None) -> float:
-    """Seconds from ``now`` to the first tick of the app-wide ``SYNC_GRID_S`` grid at least
+def until_sync_tick(delay: float, now: float | None = None, tick: float = SYNC_GRID_S) -> float:
+    """Seconds from ``now`` to the first tick of the app-wide grid of ``tick`` seconds at least
     ``delay`` away. Every pane syncs on the same grid, so the panes that stream at once change
     the screen in the same frame: one layout and one repaint a tick for all of them, not one
-    per pane (tests/app/test_sync_grid.py::test_panes_sync_on_one_grid)."""
+    per pane (tests/app/test_sync_grid.py::test_panes_sync_on_one_grid). A background pane
+    syncs on a grid of its own rate (``1 / BACKGROUND_HZ``, a multiple of ``SYNC_GRID_S``): on
+    the ``SYNC_GRID_S`` grid each would land on a tick of its own, a layout of the screen each
+    (tests/app/test_sync_grid.py::test_background_panes_sync_together_on_a_focused_tick).
+
+    A sync runs a little after its tick (a timer's lateness), and the next one is due a period
+    after it: on a background grid up to ``SYNC_SLACK_S`` of that is forgiven, so a pane stays
+    on the tick a period on instead of slipping to the one after (at 2 Hz that would halve its
+    rate). The focused grid forgives nothing: there a slip costs one tick of 83 ms, and
+    forgiving it made the focused pane sync (and lay out the screen) half as often again."""
     now = time.monotonic() if now is None else now
-    tick = SYNC_GRID_S
-    ticks = math.ceil((now + max(delay, 0.001)) / tick - 1e-6)  # 1e-6: float error on a tick
+    slack = SYNC_SLACK_S if tick > SYNC_GRID_S else 0.0
+    due = now + max(delay - slack, 0.001)
+    ticks = math.ceil(due / tick - 1e-6)  # 1e-6: float error on a tick
     return max(0.001, ticks * tick - now)
 
 
@@ -191,8 +202,9 @@ class ThreadPane(PaneActions):
         (tests/app/test_app_panes.py::test_a_pane_closed_while_its_feed_starts_leaves_no_timer)."""
         if self.loop_ended:
             return
-        hz = FOCUSED_HZ if self.focused else BACKGROUND_HZ
-        wait = until_sync_tick(1.0 / hz - (time.monotonic() - self._last_sync))
+        period = 1.0 / (FOCUSED_HZ if self.focused else BACKGROUND_HZ)
+        grid = SYNC_GRID_S if self.focused else period
+        wait = until_sync_tick(period - (time.monotonic() - self._last_sync), tick=grid)
         if urgent and self._sync_timer is not None:
             self._sync_timer.stop()
             self._sync_timer = None
