@@ -492,7 +492,7 @@ async def test_a_cancelled_caller_stays_cancelled_while_an_abort_closes_the_requ
 
 # -- server-sent events ------------------------------------------------------------------------
 class _Body:
-    """A response as ``sse_data`` reads it: headers and the decoded body in given pieces."""
+    """A response as ``sse_batches`` reads it: headers and the decoded body in given pieces."""
 
     def __init__(self, pieces: list[bytes], content_type: str = "text/event-stream") -> None:
         self.headers = {"content-type": content_type}
@@ -503,8 +503,10 @@ class _Body:
             yield piece
 
 
-async def sse(pieces: list[bytes]) -> list[bytes]:
-    return [data async for data in openai_http.sse_data(_Body(pieces))]
+async def sse(pieces: list[bytes], content_type: str = "text/event-stream") -> list[bytes]:
+    """The data of each event, in order, however the reads batched them."""
+    batches = openai_http.sse_batches(_Body(pieces, content_type))
+    return [data async for batch in batches for data in batch]
 
 
 async def test_server_sent_events_are_split_as_the_spec_says_wherever_the_reads_end() -> None:
@@ -526,4 +528,4 @@ async def test_an_answer_that_is_not_an_event_stream_is_refused_by_its_content_t
 
 
 async def sse_of_json() -> list[bytes]:
-    return [data async for data in openai_http.sse_data(_Body([b"{}"], "application/json"))]
+    return await sse([b"{}"], "application/json")

@@ -514,14 +514,6 @@ def _body_of(response: Any) -> AsyncIterator[bytes]:
     return response.aiter_bytes()
 
 
-async def sse_data(response: Any) -> AsyncIterator[bytes]:
-    """The ``data`` of each server-sent event of ``response``, one by one (see
-    :func:`sse_batches`)."""
-    async for batch in sse_batches(response):
-        for data in batch:
-            yield data
-
-
 async def sse_batches(response: Any) -> AsyncIterator[list[bytes]]:
     """The ``data`` of each server-sent event of ``response`` (its data lines joined by
     ``\n``, as bytes: ``json.loads`` takes them as they are), a list per piece of the decoded
