@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from tui_agent.errors import SignalError
@@ -599,15 +599,18 @@ def _written_on(conn: Any, thread: str, call: Any) -> tuple[Any, Any]:
     value, _ = _in_transaction(conn, compound(SQLITE, call))
     notification = conn.execute("SELECT * FROM notifications WHERE thread_id=?",
                                 (thread,)).fetchall()
-    signals = conn.execute(
-        "SELECT id, type, status, message, data FROM signals WHERE thread_id=? AND"
-        " type='notification'", (thread,)).fetchall()
+    signals = conn.execute(  # large data is kept out of line (signal_data): read it there
+        "SELECT s.id, s.type, s.status, s.message, COALESCE(d.data, s.data), d.id IS NOT NULL"
+        " FROM signals s LEFT JOIN signal_data d ON d.id = s.id WHERE s.thread_id=? AND"
+        " s.type='notification'", (thread,)).fetchall()
     return value, (notification, signals)
 
 
 @settings(max_examples=300, deadline=None)
 @given(NOTIFICATION | ANY_NOTIFICATION, st.sampled_from(["deliver", "persist"]), st.booleans(),
        st.sampled_from([None, datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)]))
+@example({"source": "ci", "kind": "build", "summary": "0", "priority": "low",  # data spilled
+          "metadata": {"": "x" * 3000}}, "deliver", False, None)
 def test_a_plain_notification_writes_the_rows_of_the_general_path(
     inbox_db: Any, given: dict[str, Any], action: str, active: bool, deliver_at: datetime | None,
 ) -> None:
@@ -657,8 +660,8 @@ def test_a_plain_notification_writes_the_rows_of_the_general_path(
         rows.append((
             [tuple("T" if v == thread else None if i in (15, 16) else v  # the delivery's time
                    for i, v in enumerate(row)) for row in notification],
-            [(t, s, m, d.replace(signal_id, "ID").replace(data["created_at"], "AT"))
-             for _, t, s, m, d in signals],
+            [(t, s, m, d.replace(signal_id, "ID").replace(data["created_at"], "AT"), spilled)
+             for _, t, s, m, d, spilled in signals],
             rendered(data)["content"].replace(signal_id, "ID"),
             read.model_copy(update={"thread_id": "T", "updated_at": None, "delivered_at": None}),
         ))
