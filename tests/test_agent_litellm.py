@@ -53,7 +53,9 @@ def make_agent(model: Any = "openai/gpt-test", **kwargs: Any) -> Agent:
 
 async def test_streams_text_over_http(openai_server: FakeOpenAIServer, route: str) -> None:
     openai_server.script(
-        {"text": "Hello from the wire!", "usage": {"prompt_tokens": 9, "completion_tokens": 4}}
+        # Paced, 25 ms apart: the deltas of one read are handed on as one, so a burst would be one.
+        {"text": "Hello from the wire!", "rate": 40,
+         "usage": {"prompt_tokens": 9, "completion_tokens": 4}}
     )
     output = await make_agent(on(route, "openai/gpt-test")).stream("hi")
     chunks = [chunk async for chunk in output]

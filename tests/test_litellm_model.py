@@ -86,7 +86,8 @@ def assemble_calls(events: list[ModelEvent]) -> dict[int, dict[str, Any]]:
 async def test_streams_text_then_one_step_end_with_usage(
     openai_server: FakeOpenAIServer, route: str
 ) -> None:
-    openai_server.script({"text": "Hello, streaming world!",
+    # Paced, 25 ms apart: the direct path hands on one read's deltas as one.
+    openai_server.script({"text": "Hello, streaming world!", "rate": 40,
                           "usage": {"prompt_tokens": 12, "completion_tokens": 5}})
     events = await collect(model_for(route, "openai/gpt-test"), ModelRequest([user("hi")]))
 

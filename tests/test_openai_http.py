@@ -23,7 +23,7 @@ from openai_server import FakeOpenAIServer
 from tui_agent import Agent
 from tui_agent.errors import ConfigError, ModelCallError
 from tui_agent.models import http_client, openai_http
-from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta
+from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta
 from tui_agent.models.openai_http import OpenAIHTTPModel, Timeouts
 from tui_agent.models.resolve import resolve_model
 from tui_agent.models.routed import RoutedModel
@@ -338,23 +338,27 @@ async def _answer_in_one_write(events: list[bytes]) -> tuple[list[ModelEvent], E
     return events, failure
 
 
-async def test_the_events_of_one_read_are_all_handed_on_in_order() -> None:
+async def test_the_text_of_one_read_is_handed_on_as_one_delta_in_order() -> None:
     multi_line = b'data: {"choices": [{"index": 0,\ndata: "delta": {"content": "d"}}]}\n\n'
     spaced = b'data:  {"choices": [{"delta": {"content": "e"}}]} \n\n'
+    call = (b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", '
+            b'"function": {"name": "f", "arguments": "{}"}}]}}]}\n\n')
     finish = b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
     events, failure = await _answer_in_one_write(
-        [_delta("a"), _delta("b"), _delta("c"), multi_line, spaced, b": ping\n\n", finish,
-         b"data: [DONE]\n\n"])
+        [_delta("a"), _delta("b"), _delta("c"), multi_line, spaced, b": ping\n\n", call,
+         _delta("f"), finish, b"data: [DONE]\n\n"])
     assert failure is None
-    assert events == [TextDelta("a"), TextDelta("b"), TextDelta("c"), TextDelta("d"),
-                      TextDelta("e"), StepEnd("stop", None)]
+    # Consecutive text deltas of one read become one (each delta climbs the run, its
+    # subscribers and the app on its own); a tool call between them keeps its place.
+    assert events == [TextDelta("abcde"), ToolCallDelta(0, "c1", "f", "{}"), TextDelta("f"),
+                      StepEnd("tool-calls", None)]
 
 
 async def test_a_bad_event_among_good_ones_of_one_read_gets_its_own_error() -> None:
     events, failure = await _answer_in_one_write(
         [_delta("a"), _delta("b"), b"data: {\"choices\": [\n\n", _delta("c"),
          b"data: [DONE]\n\n"])
-    assert events == [TextDelta("a"), TextDelta("b")]  # the good ones before it, then the error
+    assert events == [TextDelta("ab")]  # the good ones before it, then the error
     assert isinstance(failure, ModelCallError)
     assert "a chunk that is not JSON" in str(failure)
     # Two bad halves that would make one good value if their events were decoded as one text:

@@ -12,10 +12,16 @@ Read coalescing: each time bytes arrive, the socket *rests* (is not read) for
 :data:`COALESCE_S`; what the server sends meanwhile waits in the kernel and is read, parsed and
 handed on in one piece when the rest ends. The first bytes after a quiet spell (a response's
 headers, the first token, a chunk after a pause) are read at once, and a new request ends a rest
-at once, so only a fast stream is slowed: each delta is seen at most :data:`COALESCE_S` (8 ms,
-half a frame at 60 fps) after it arrived. ``benchmarks/bench_direct_stream.py`` prints how late
-deltas were seen beside the CPU, with and without coalescing. Over TLS the socket's own
+at once, so only a fast stream is slowed: each delta is seen at most :data:`COALESCE_S` (25 ms,
+a frame and a half at 60 fps, a third of the app's focused-pane tick) after it arrived: 8 ms
+read a 500 tokens/s stream every event or two, 25 ms every three or four, and four such panes
+took 68% of a core in the app at 8 ms, 60% at 25 ms (``benchmarks/bench_app_hours.py``).
+``benchmarks/bench_direct_stream.py`` prints how late deltas were seen beside the CPU, with and
+without coalescing. Over TLS the socket's own
 transport rests under the TLS one, so the records wait in the kernel too.
+
+The text deltas of one read are handed on as one (``openai_http``): each delta would climb
+the run, its subscribers and the app on its own.
 
 Chunk joining: a provider sends each SSE event as its own HTTP/1.1 chunk, and h11 yields one
 ``Data`` event per chunk, each climbing httpcore's and httpx's stream layers on its own, although
@@ -43,7 +49,7 @@ from typing import Any
 
 import httpcore
 
-COALESCE_S = 0.008  # the longest a waiting reader is kept from bytes that have arrived
+COALESCE_S = 0.025  # the longest a waiting reader is kept from bytes that have arrived
 _SEND_AT_ONCE = 64 * 1024  # unsent request bytes past this go out without waiting for more
 SUSTAINED_S = 0.05  # an answer streams this long before its reads coalesce
 _HIGH_WATER = 256 * 1024  # buffered bytes at which the socket stops being read

@@ -218,9 +218,23 @@ class OpenAIHTTPModel:
                 if not batch:
                     continue
             step.started = True
-            for chunk in _decoded(batch):
-                for event in step.feed(chunk):
-                    yield event
+            text: list[str] = []  # the read's consecutive text, handed on as one delta
+            try:
+                for chunk in _decoded(batch):
+                    for event in step.feed(chunk):
+                        if type(event) is TextDelta:
+                            text.append(event.text)
+                            continue
+                        if text:
+                            yield TextDelta("".join(text))
+                            text = []
+                        yield event
+            except Exception:
+                if text:  # the text before a bad event or an error event is kept
+                    yield TextDelta("".join(text))
+                raise
+            if text:
+                yield TextDelta(text[0] if len(text) == 1 else "".join(text))
         if not step.done and step.finish is None:
             raise ModelCallError(
                 f"model {self._model_id!r}: the stream ended before the provider finished "
