@@ -143,12 +143,16 @@ async def direct_model(base: str, model: str) -> int:
 
 
 async def agent_stream(agent: Agent, model: str, seen: list[float] | None = None) -> int:
+    """The server's chunks seen through ``Agent.stream``: a delta may carry several (the
+    direct path hands a read's text on as one), each counted and timed as it was seen."""
     output = await agent.stream("Stream, please.", request_context={"model": model})
-    count = 0
-    async for _ in output.text_stream:
-        count += 1
+    count = chars = 0
+    async for text in output.text_stream:
+        chars += len(text)
+        covered = -(-chars // CHUNK) - count  # the server's chunks this delta completed
+        count += covered
         if seen is not None:
-            seen.append(time.perf_counter())
+            seen.extend([time.perf_counter()] * covered)
     await output.result()
     return count
 
