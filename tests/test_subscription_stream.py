@@ -68,3 +68,20 @@ async def test_a_read_that_times_out_mid_run_misses_nothing(
     await sub.stream.aclose()
     with pytest.raises(StopAsyncIteration):
         await anext(sub.stream)
+
+
+async def test_a_long_subscription_keeps_no_id_per_run(agents: AgentFactory, store: Store) -> None:
+    """Fifty runs of this process read through one subscription: it knows the thread is idle
+    after each, and remembers none of them but the one the store last named live (a pane open
+    for hours holds no id per run)."""
+    agent = agents(model=ScriptedModel(["ok"] * 50), memory=Memory(store=store))
+    sub = await agent.subscribe_to_thread(resource_id=R, thread_id=T)
+    for i in range(50):
+        output = await agent.stream(f"run {i}", memory={"resource": R, "thread": T})
+        assert sub.active_run_id() == output.run_id
+        await output.consume_stream()
+        assert (await read_run(sub.stream))[0] == "start"
+        assert sub.active_run_id() is None
+    sub.unsubscribe()
+    assert sub._ours == set()  # pyright: ignore[reportPrivateUsage]
+    assert len(sub._ended) <= 1  # pyright: ignore[reportPrivateUsage]

@@ -159,8 +159,15 @@ class ThreadSubscription:
         if event["type"] == START:
             self._active_run_id = event["run_id"]
         elif event["type"] in END_TYPES:
-            self._ended.add(event["run_id"])
-            if event["run_id"] == self._active_run_id:
+            run_id = event["run_id"]
+            # Once its end is read a run matters only if the store's last answer names it
+            # (``_stored_run_id``, replaced with a clear of ``_ended``): kept no longer, so a
+            # subscriber that reads for hours holds no id per run it saw
+            # (tests/test_subscription_stream.py::test_a_long_subscription_keeps_no_id_per_run).
+            self._ours.discard(run_id)
+            if run_id == self._stored_run_id:
+                self._ended.add(run_id)
+            if run_id == self._active_run_id:
                 self._active_run_id = None
 
 
