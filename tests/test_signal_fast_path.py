@@ -480,8 +480,8 @@ NOTIFICATION = st.fixed_dictionaries(
 def test_a_new_notification_record_is_the_one_validation_builds(given: dict[str, Any]) -> None:
     from tui_agent.notifications.inbox import (
         _candidate,  # pyright: ignore[reportPrivateUsage]
-        validate_notification,
     )
+    from tui_agent.notifications.validation import validate_notification
     from tui_agent.store.records import NotificationRecord
 
     try:
@@ -518,7 +518,7 @@ ANY_NOTIFICATION = st.fixed_dictionaries(
 
 
 def notification_outcome(given: Any) -> dict[str, Any] | str:
-    from tui_agent.notifications.inbox import validate_notification
+    from tui_agent.notifications.validation import validate_notification
 
     try:
         return validate_notification(given)
@@ -532,7 +532,7 @@ def test_a_plain_notification_is_the_one_validation_checks(given: dict[str, Any]
     """For any notification, the one-pass check gives validate_notification's fields (same
     values, same order) and the store's JSON of its payload, attributes and metadata, or
     declines and leaves it, and its refusal word for word, to validate_notification."""
-    from tui_agent.notifications.inbox import plain_notification
+    from tui_agent.notifications.validation import plain_notification
 
     plain, general = plain_notification(given), notification_outcome(given)
     event("general" if plain is None else "plain")
@@ -554,7 +554,7 @@ def test_a_plain_notification_is_the_one_validation_checks(given: dict[str, Any]
     {"source": "s", "kind": "k", "summary": "x", "metadata": {"gone": None}, "payload": "text"},
 ])
 def test_the_common_notifications_take_the_one_pass_check(given: dict[str, Any]) -> None:
-    from tui_agent.notifications.inbox import plain_notification
+    from tui_agent.notifications.validation import plain_notification
 
     plain = plain_notification(given)
     assert plain is not None and plain[0] == notification_outcome(given)
@@ -621,9 +621,9 @@ def test_a_plain_notification_writes_the_rows_of_the_general_path(
     from tui_agent.notifications.inbox import (
         _candidate,  # pyright: ignore[reportPrivateUsage]
         _NotificationWrite,  # pyright: ignore[reportPrivateUsage]
-        plain_notification,
     )
     from tui_agent.notifications.policy import Decision
+    from tui_agent.notifications.validation import plain_notification
     from tui_agent.signals.stored import model_message_of as rendered
     from tui_agent.store.compound import compound
     from tui_agent.store.dialect import SQLITE
