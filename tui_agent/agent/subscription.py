@@ -29,6 +29,7 @@ from tui_agent.store.changes import ChangeFeed, ChangeWatch
 
 REAP_EVERY_S = 1.0  # how often a dead owner's lease is looked for while a run seems live
 LIVE_CHECK_S = 0.2  # at most this often, on another process's commit: which run is live
+REMEMBERED_RUNS = 16  # run ids (this process's, and ends read) a subscriber keeps
 
 
 class ThreadSubscription:
@@ -49,7 +50,7 @@ class ThreadSubscription:
         self._cursor = cursor
         self._active_run_id = active_run_id
         #: Runs known to be this agent's in this process: their end is known without reading.
-        self._ours: set[str] = {active_run_id} if ours and active_run_id else set()
+        self._ours: dict[str, None] = {active_run_id: None} if ours and active_run_id else {}
         self._closed = False
         self._wake = self._store.add_listener(thread_id)  # set by this process's appends
         self._changes: ChangeWatch | None = None  # sets it on other processes' commits
@@ -58,7 +59,7 @@ class ThreadSubscription:
         self._stored_run_id = active_run_id
         self._live_task: asyncio.Task[None] | None = None
         self._live_watch: ChangeWatch | None = None
-        self._ended: set[str] = set()  # runs whose end this subscriber has read
+        self._ended: dict[str, None] = {}  # runs whose end this subscriber has read
         self._unread: deque[dict[str, Any]] = deque()  # read from the log, not handed out yet
         self._last_reap = time.monotonic()
         #: The thread's events from the cursor on, as they come (``async for``); a read that
@@ -79,7 +80,7 @@ class ThreadSubscription:
         else the run live as of the last event this subscriber read (another process's)."""
         local = self.agent.runtime.run_on(self.thread_id)
         if local is not None and not local.output.done():
-            self._ours.add(local.run_id)
+            _remember(self._ours, local.run_id, self._kept())
             return local.run_id
         tracked = self._active_run_id
         if tracked in self._ours:
@@ -155,20 +156,30 @@ class ThreadSubscription:
             async with asyncio.timeout(timeout):  # not wait_for: see agent/rescuer.py's _wait
                 await self._wake.wait()
 
+    def _kept(self) -> tuple[str | None, ...]:
+        return (self._active_run_id, self._stored_run_id)
+
     def _track(self, event: dict[str, Any]) -> None:
         if event["type"] == START:
             self._active_run_id = event["run_id"]
         elif event["type"] in END_TYPES:
-            run_id = event["run_id"]
-            # Once its end is read a run matters only if the store's last answer names it
-            # (``_stored_run_id``, replaced with a clear of ``_ended``): kept no longer, so a
-            # subscriber that reads for hours holds no id per run it saw
-            # (tests/test_subscription_stream.py::test_a_long_subscription_keeps_no_id_per_run).
-            self._ours.discard(run_id)
-            if run_id == self._stored_run_id:
-                self._ended.add(run_id)
-            if run_id == self._active_run_id:
+            _remember(self._ended, event["run_id"], self._kept())
+            if event["run_id"] == self._active_run_id:
                 self._active_run_id = None
+
+
+def _remember(runs: dict[str, None], run_id: str, keep: tuple[str | None, ...]) -> None:
+    """Add ``run_id`` to ``runs`` (an ordered set), forgetting the oldest past
+    ``REMEMBERED_RUNS`` but those in ``keep`` (the runs the subscriber still reasons about: the
+    one it last saw start, the one the store last named live), so a subscriber that reads for
+    hours holds no id per run it saw
+    (tests/test_subscription_stream.py::test_a_long_subscription_keeps_no_id_per_run)."""
+    runs[run_id] = None
+    while len(runs) > REMEMBERED_RUNS:
+        oldest = next(iter(runs))
+        del runs[oldest]
+        if oldest in keep:
+            runs[oldest] = None  # kept: now the newest
 
 
 class SubscriptionStream:
