@@ -17,8 +17,8 @@ a frame and a half at 60 fps, a third of the app's focused-pane tick) after it a
 read a 500 tokens/s stream every event or two, 25 ms every three or four, and four such panes
 took 68% of a core in the app at 8 ms, 60% at 25 ms (``benchmarks/bench_app_hours.py``).
 ``benchmarks/bench_direct_stream.py`` prints how late deltas were seen beside the CPU, with and
-without coalescing. Over TLS the socket's own
-transport rests under the TLS one, so the records wait in the kernel too.
+without coalescing. Over TLS the socket's own transport rests under the TLS one, so the records
+wait in the kernel too.
 
 The text deltas of one read are handed on as one (``openai_http``): each delta would climb
 the run, its subscribers and the app on its own.
