@@ -17,40 +17,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_app_idle import Frames  # noqa: E402
 from bench_app_runner import answer, sample_lag  # noqa: E402
 from bench_app_soak import rss_mib  # noqa: E402
+from openai_server import FakeOpenAIServerProcess  # noqa: E402
 from textual import events  # noqa: E402
 
 from tui_agent.app.gc_policy import SWEEPER  # noqa: E402
 
 RESOURCE = "hours"
 ANSWER_SECONDS = 8.0
-
-SERVER = """
-import json, sys
-sys.path.insert(0, {tests!r})
-from openai_server import FakeOpenAIServer
-text = json.loads(sys.argv[1])
-with FakeOpenAIServer(chunk_size=4) as server:
-    server.handler = lambda body: {{"text": text, "rate": {rate}}}
-    print(server.base_url, flush=True)
-    sys.stdin.read()
-"""
 
 SENDER = """
 import asyncio, random, sys, time
@@ -82,19 +70,6 @@ async def main(path, every, until):
 
 asyncio.run(main(sys.argv[1], float(sys.argv[2]), float(sys.argv[3])))
 """
-
-
-@contextlib.contextmanager
-def fake_server(text: str, rate: float) -> Iterator[str]:
-    code = SERVER.format(tests=str(ROOT / "tests"), rate=rate)
-    child = subprocess.Popen([sys.executable, "-c", code, json.dumps(text)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        yield child.stdout.readline().strip()
-    finally:
-        child.stdin.close()
-        child.wait(10)
 
 
 class Minute:
@@ -240,8 +215,9 @@ def main() -> None:
     text = answer(0, int(args.rate * 4 * ANSWER_SECONDS))
     print(f"four panes over HTTP at {args.rate:g} tokens/s each for {args.minutes:g} min, "
           f"bursts every {args.burst_every:g} s from a second process, a key a second:")
-    with fake_server(text, args.rate) as base_url:
-        report(asyncio.run(soak(args, base_url)))
+    reply = {"text": text, "rate": args.rate}  # every request's, paced at --rate chunks/s
+    with FakeOpenAIServerProcess(chunk_size=4, default_reply=reply) as server:
+        report(asyncio.run(soak(args, server.base_url)))
 
 
 if __name__ == "__main__":

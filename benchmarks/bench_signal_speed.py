@@ -44,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from openai_server import FakeOpenAIServer
+from openai_server import FakeOpenAIServer, FakeOpenAIServerProcess
 
 from tui_agent import Agent, Memory
 from tui_agent.signals.data import Signal
@@ -242,7 +242,7 @@ def pg_locations(admin: str) -> Iterator[Callable[[], str]]:
 # -- idle wake -----------------------------------------------------------------------------------
 
 
-async def wake_ms(tmp: Path, wakes: int, server: FakeOpenAIServer | _ServerProcess | None
+async def wake_ms(tmp: Path, wakes: int, server: FakeOpenAIServer | FakeOpenAIServerProcess | None
                   ) -> float:
     """Median ms from ``send_message`` to an idle thread to its run's first text delta (each
     wake on a new thread of a new store)."""
@@ -268,7 +268,7 @@ async def wake_ms(tmp: Path, wakes: int, server: FakeOpenAIServer | _ServerProce
     return statistics.median(samples[10:]) * 1000
 
 
-async def raw_httpx_ms(server: FakeOpenAIServer | _ServerProcess, wakes: int) -> float:
+async def raw_httpx_ms(server: FakeOpenAIServer | FakeOpenAIServerProcess, wakes: int) -> float:
     """Median ms from a POST to the first content delta, raw httpx on the same server."""
     import httpx
 
@@ -288,7 +288,7 @@ async def raw_httpx_ms(server: FakeOpenAIServer | _ServerProcess, wakes: int) ->
     return statistics.median(samples[10:]) * 1000
 
 
-async def raw_socket_ms(server: FakeOpenAIServer | _ServerProcess, wakes: int) -> float:
+async def raw_socket_ms(server: FakeOpenAIServer | FakeOpenAIServerProcess, wakes: int) -> float:
     """Median ms from a POST to the first content delta over a bare asyncio socket (one
     kept-alive connection, no HTTP library): how fast the fake server itself answers."""
     from urllib.parse import urlparse
@@ -317,40 +317,6 @@ async def raw_socket_ms(server: FakeOpenAIServer | _ServerProcess, wakes: int) -
     return statistics.median(samples[10:]) * 1000
 
 
-class _ServerProcess:
-    """A ``FakeOpenAIServer`` in a process of its own: its threads do not share this process's
-    GIL with the client being measured (in-process, each of its reads and writes waits for the
-    GIL the client's loop holds). ``reset`` is a no-op: the benchmark scripts nothing."""
-
-    SCRIPT = ("import sys\nsys.path.insert(0, {tests!r})\nfrom openai_server import "
-              "FakeOpenAIServer\nwith FakeOpenAIServer() as server:\n"
-              "    print(server.base_url, flush=True)\n    sys.stdin.read()\n")
-
-    def __init__(self) -> None:
-        tests = str(Path(__file__).resolve().parent.parent / "tests")
-        self._child = subprocess.Popen([sys.executable, "-c", self.SCRIPT.format(tests=tests)],
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self._child.stdout is not None
-        self.base_url = self._child.stdout.readline().strip()
-        if not self.base_url:
-            raise RuntimeError(f"the fake server did not start (exit {self._child.poll()})")
-
-    def reset(self) -> None:
-        pass
-
-    def __enter__(self) -> _ServerProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._child.stdin is not None
-        self._child.stdin.close()
-        try:
-            self._child.wait(10)
-        except subprocess.TimeoutExpired:
-            self._child.kill()
-            self._child.wait(5)
-
-
 async def wake_rows(tmp: Path, wakes: int) -> list[Row]:
     mock = await wake_ms(tmp, wakes, None)
     rows: list[Row] = [
@@ -359,7 +325,7 @@ async def wake_rows(tmp: Path, wakes: int) -> list[Row]:
          f"≤ {MASTRA_WAKE_MS / 10:.3f} ms)")]
     servers: list[tuple[str, Callable[[], Any]]] = [
         ("the server in this process", FakeOpenAIServer),
-        ("the server in its own process", _ServerProcess)]
+        ("the server in its own process", FakeOpenAIServerProcess)]
     for where, make in servers:
         with make() as server:
             http = await wake_ms(tmp, wakes, server)

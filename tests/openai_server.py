@@ -24,20 +24,26 @@ A reply is one of:
 ``peers`` holds each chat request's client address (the same one: a reused connection).
 
 Without a script, every request gets ``default_reply``. ``handler(body) -> reply`` overrides both.
+
+``FakeOpenAIServerProcess`` runs one in a child process of its own (benchmarks: its threads do
+not share the GIL with the client being measured).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 Reply = str | dict[str, Any]
@@ -134,6 +140,105 @@ class FakeOpenAIServer:
             if self.handler is not None:
                 return self.handler(body)
             return self._replies.popleft() if self._replies else self.default_reply
+
+
+# The child: its server's options come as JSON (argv[2]); its first stdout line is the base URL;
+# it serves until its stdin closes.
+_CHILD = """\
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from openai_server import FakeOpenAIServer
+with FakeOpenAIServer(**json.loads(sys.argv[2])) as server:
+    print(server.base_url, flush=True)
+    sys.stdin.read()
+"""
+
+
+class FakeOpenAIServerProcess:
+    """A :class:`FakeOpenAIServer` in a child process of its own (``sys.executable``): its
+    threads do not share the GIL with the client being measured.
+
+        with FakeOpenAIServerProcess(default_reply={"text": "hi", "rate": 500}) as server:
+            ...  # point the client at server.base_url
+
+    The options are FakeOpenAIServer's that JSON can carry (no ``tls``, no ``handler``); the
+    child cannot be scripted, so :meth:`reset` is a no-op. Guarantee: entering returns with the
+    child serving at ``base_url``, or raises (a RuntimeError naming the child's exit status if
+    it died first) with the child gone; leaving closes its stdin (its signal to stop), waits up
+    to ``STOP_S`` for it, then kills it and waits: once left, the child has exited. No wait is
+    unbounded (``START_S`` for the URL).
+    """
+
+    START_S = 30.0
+    STOP_S = 10.0
+
+    def __init__(self, *, chunk_size: int = 4, default_reply: Reply = "ok",
+                 port: int = 0) -> None:
+        self._options = json.dumps({"chunk_size": chunk_size, "default_reply": default_reply,
+                                    "port": port})
+        self.process: subprocess.Popen[str] | None = None  # kept once stopped: its returncode
+        self._base_url: str | None = None
+
+    def start(self) -> FakeOpenAIServerProcess:
+        assert self.process is None, "already started"
+        here = str(Path(__file__).resolve().parent)
+        self.process = subprocess.Popen([sys.executable, "-c", _CHILD, here, self._options],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            self._base_url = self._read_url(self.process)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _read_url(self, child: subprocess.Popen[str]) -> str:
+        assert child.stdout is not None
+        ready, _, _ = select.select([child.stdout], [], [], self.START_S)
+        if not ready:
+            raise RuntimeError(f"the fake server's process printed no URL in {self.START_S:g} s")
+        url = child.stdout.readline().strip()
+        if url:
+            return url
+        try:  # its stdout closed: it is exiting
+            status = child.wait(self.STOP_S)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError("the fake server's process closed its stdout without printing "
+                               "its URL") from None
+        raise RuntimeError(f"the fake server's process exited with status {status} before "
+                           "printing its URL")
+
+    def stop(self) -> None:
+        """Close the child's stdin, wait ``STOP_S`` for it to exit, else kill it and wait."""
+        child = self.process
+        if child is None or child.stdin is None or child.stdin.closed:
+            return
+        self._base_url = None
+        with contextlib.suppress(BrokenPipeError):
+            child.stdin.close()
+        try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(self.STOP_S)
+        finally:  # timed out, or interrupted: never leave it running
+            if child.poll() is None:
+                child.kill()
+                child.wait(self.STOP_S)
+            if child.stdout is not None:
+                child.stdout.close()
+
+    def __enter__(self) -> FakeOpenAIServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL the child serves (what OPENAI_BASE_URL / api_base take)."""
+        assert self._base_url is not None, "server not started"
+        return self._base_url
+
+    def reset(self) -> None:
+        """Nothing to clear: the child is never scripted (FakeOpenAIServer's interface)."""
 
 
 class _QuietServer(ThreadingHTTPServer):
