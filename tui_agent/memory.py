@@ -288,12 +288,15 @@ class Memory(StateLanesMixin, InboxMixin):
 
     async def wake_start(
         self, thread_id: str, resource_id: str, run_id: str, last_messages: int | None = None,
-        *, agent_id: str | None = None,
+        *, agent_id: str | None = None, claimed: WakeStart | None = None,
     ) -> tuple[list[dict[str, Any]], WakeStart]:
         """:meth:`history_and_signals` with what a woken run's plan reads of the store (the
         thread's model, ``agent_id``'s stored editor overrides), in one store transaction
-        (``Store.claim_wake``): the only round trip between a wake and its model call. The
-        history as the model gets it (``to_model_messages``), and the store's record."""
+        (``Store.claim_wake``): the only round trip between a wake and its model call — none
+        when the wake's routing ``claimed`` it already (``route_signal``'s ``claim_on_wake``).
+        The history as the model gets it (``to_model_messages``), and the store's record."""
+        if claimed is not None:
+            return to_model_messages(claimed.history), claimed
         limit = self.last_messages if last_messages is None else last_messages
         start = await self.store.claim_wake(
             thread_id, resource_id, run_id, last_messages=limit, agent_id=agent_id)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         FinishOutcome,
         MessageIn,
         MessageRecord,
+        WakeStart,
     )
     from tui_agent.tools import Tool
 
@@ -204,9 +205,15 @@ class AgentRuntime(Protocol):
 
     def rescue_soon(self) -> None: ...
 
+    def wake_claim(self, stream_options: dict[str, Any]) -> int | None: ...
+
+    def claimed_early(self, run_id: str, started: WakeStart) -> None: ...
+
+    def delivered(self, run_id: str, signal_id: str) -> None: ...
+
     async def start_woken_run(
         self, thread_id: str, resource_id: str, run_id: str, stream_options: dict[str, Any],
-        resume: list[ApprovalRecord] | None = None,
+        resume: list[ApprovalRecord] | None = None, started: WakeStart | None = None,
     ) -> AgentOutput: ...
 
     @property

@@ -192,6 +192,7 @@ def _route_now(
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
         echo_when_idle=when_idle,
+        claim_on_wake=agent.runtime.wake_claim(idle.stream_options),
     )
 
 
@@ -209,9 +210,12 @@ def _on_routed(
     assert result is not None
     try:  # a callback's error would only be logged: the receipt must hear of it
         if result.action != "wake":
-            _accept(receipt, _decision(agent, result))
+            _accept(receipt, _decision(agent, result, receipt.sent.id))
             return
         assert target.resource_id is not None and target.thread_id is not None
+        if result.started is not None:  # before any later delivery's decision is heard
+            assert result.run_id is not None
+            agent.runtime.claimed_early(result.run_id, result.started)
         agent.runtime.spawn(
             _route_woken(agent, target.resource_id, target.thread_id, result, idle, receipt),
             name=f"wake for signal {receipt.sent.id}",
@@ -237,8 +241,11 @@ async def _route(
         _fail_receipt(receipt, error)
         return
     if result.action != "wake":
-        _accept(receipt, _decision(agent, result))
+        _accept(receipt, _decision(agent, result, signal.id))
         return
+    if result.started is not None:
+        assert result.run_id is not None
+        agent.runtime.claimed_early(result.run_id, result.started)
     await _route_woken(agent, resource_id, thread_id, result, idle, receipt)
 
 
@@ -255,7 +262,7 @@ async def _route_woken(
     agent.runtime.ensure_dispatcher()
     try:
         output = await agent.runtime.start_woken_run(
-            thread_id, resource_id, result.run_id, idle.stream_options
+            thread_id, resource_id, result.run_id, idle.stream_options, started=result.started
         )
     except BaseException as error:
         _fail_receipt(receipt, error)
@@ -285,6 +292,7 @@ def _submit_route(
         ttl_s=agent.memory.lease_ttl_s,
         agent_id=agent.id,
         echo_when_idle=when_idle,
+        claim_on_wake=agent.runtime.wake_claim(idle.stream_options),
     )
 
 
@@ -296,13 +304,15 @@ def _idle_behavior(agent: AgentCore, idle: IfIdle) -> str:
     return idle.behavior
 
 
-def _decision(agent: AgentCore, result: RouteResult) -> dict[str, Any]:
-    """The receipt's answer for a decision other than a wake."""
+def _decision(agent: AgentCore, result: RouteResult, signal_id: str) -> dict[str, Any]:
+    """The receipt's answer for a decision other than a wake (of signal ``signal_id``)."""
     runtime = agent.runtime
     if result.action == "deliver":
         if result.run_id is None or runtime.run(result.run_id) is None:
             runtime.ensure_dispatcher()
             runtime.rescue_soon()  # a run of another process, which may be dead: when to look
+            if result.run_id is not None:  # or a woken run of ours not started yet
+                runtime.delivered(result.run_id, signal_id)
         # else a live run of this process, which started the dispatcher when it started (a
         # burst delivers hundreds into it: no check each)
         return {"action": "deliver", "run_id": result.run_id}
@@ -373,14 +383,15 @@ class RoutedElsewhere:
 
     def options(
         self, active: IfActive, idle: IfIdle, queue: bool = False
-    ) -> tuple[str, str, bool, str, float, str | None]:
+    ) -> tuple[str, str, bool, str, float, str | None, int | None]:
         """The store's routing arguments after the signal's two records (``writes.RouteCall``
         from ``if_active`` on), as :func:`send` routes: (if_active, if_idle, queue, owner,
-        ttl_s, agent_id)."""
+        ttl_s, agent_id, claim_on_wake)."""
         agent = self.agent
         assert agent.memory is not None
         return (active.behavior, _idle_behavior(agent, idle), queue, agent.runtime.owner,
-                agent.memory.lease_ttl_s, agent.id)
+                agent.memory.lease_ttl_s, agent.id,
+                agent.runtime.wake_claim(idle.stream_options))
 
     def settle(
         self, signal: Signal | PlainText, target: Target, active: IfActive, idle: IfIdle,

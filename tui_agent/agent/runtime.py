@@ -90,6 +90,7 @@ class ThreadRuntime:
         self.sender_only = False
         self._host_watch: ChangeWatch | None = None  # see host
         self._host_lock: HostLock | None = None
+        self._early_claims = _EarlyClaims()  # woken runs claimed by their routing, not started
 
     @property
     def owner(self) -> str:
@@ -134,39 +135,43 @@ class ThreadRuntime:
 
     async def start_woken_run(
         self, thread_id: str, resource_id: str, run_id: str, stream_options: dict[str, Any],
-        resume: list[ApprovalRecord] | None = None,
+        resume: list[ApprovalRecord] | None = None, started: WakeStart | None = None,
     ) -> AgentOutput:
         """Start run ``run_id``, whose lease this process already holds (it won a wake, or a
         queued message's turn came, or it took over a parked run: ``resume``, the answered
-        calls it executes first). Its input is the thread's pending signals. If it cannot
-        even start (a misconfigured agent), the lease is released and the run marked failed."""
+        calls it executes first). Its input is the thread's pending signals — taken already
+        when its wake's routing claimed its start (``started``: see :meth:`wake_claim`). If it
+        cannot even start (a misconfigured agent), the lease is released and the run marked
+        failed."""
         agent = self.agent
         memory = agent.memory
         options = wake_options(stream_options, resource_id, thread_id, run_id)
         if resume and resume[0].options.get("require_tool_approval"):
             options["require_tool_approval"] = True  # as the run it goes on for was asked
-        took = False  # the run's start was claimed: its signals are taken
+        took = started is not None and bool(started.taken)  # the run's signals are taken
         try:
             defaults = await agent.resolve_default_options(options.get("request_context"))
             run_options = parse_run_options(options, defaults, agent.hooks)
             known, history = None, []
             wake_start = getattr(memory, "wake_start", None)  # a memory-like object: none
             if resume is None and wake_start is not None:
-                # One round trip to the model call: history, signals and what the plan reads.
-                # Cancelled while it is under way, it may have committed all the same.
+                # One round trip to the model call (none if the routing claimed it): history,
+                # signals and what the plan reads. Cancelled while it is under way, it may
+                # have committed all the same.
                 took = True
                 history, known = await wake_start(
                     thread_id, resource_id, run_id, run_options.last_messages,
-                    agent_id=agent.id)
+                    agent_id=agent.id, claimed=started)
                 took = bool(known.taken)
             waited = _Waited(asyncio.get_running_loop())
             plan = await self._plan(run_options, [], known)
             plan.resume = resume
             if known is not None:
                 plan.started = (history, known.taken)
-                # A plan that waited (a model or instructions function, say) let sends in
-                # after the claim: the run takes them before its first call, as it would have.
-                plan.started_late = waited.done()
+                # Sends let in after the claim (the plan waited: a model or instructions
+                # function, say; or they were delivered before this task ran) are taken
+                # before the run's first call, as they would have been.
+                plan.started_late = waited.done() or self._early_claims.late(run_id)
         except BaseException as error:
             assert memory is not None
             message = f"{type(error).__name__}: {error}"
@@ -187,7 +192,32 @@ class ThreadRuntime:
                 events=[EventIn(ERROR, {"error": message, "finish_reason": "error"}, run_id)],
             )
             raise
+        finally:
+            self._early_claims.forget(run_id)
         return self.launch(plan)
+
+    def wake_claim(self, stream_options: dict[str, Any]) -> int | None:
+        """``route_signal``'s ``claim_on_wake`` for a send whose wake would start its run here
+        with ``stream_options``: the run's ``last_messages`` (its memory's), so the routing
+        claims the run's start in its own transaction. None — the run claims it itself — when
+        the run's options may change that (stream options given), this process only sends
+        (the wake is held), or the memory cannot take a claimed start."""
+        memory = self.agent.memory
+        if stream_options or self.sender_only or memory is None:
+            return None
+        if getattr(memory, "wake_start", None) is None:  # a memory-like object
+            return None
+        return memory.last_messages
+
+    def claimed_early(self, run_id: str, started: WakeStart) -> None:
+        """A wake's routing claimed run ``run_id``'s start (``started``); the run starts soon,
+        in a task of its own. Until it does, :meth:`delivered` says what came in meanwhile."""
+        self._early_claims.claimed(run_id, started)
+
+    def delivered(self, run_id: str, signal_id: str) -> None:
+        """Signal ``signal_id`` was delivered into run ``run_id``, not live here (yet): if that
+        run's start was claimed early without it, the run takes it before its first call."""
+        self._early_claims.delivered(run_id, signal_id)
 
     def start_queued_run(
         self, thread_id: str | None, resource_id: str | None, run_id: str
@@ -385,6 +415,34 @@ class ThreadRuntime:
                 break
             await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
         return aborted
+
+
+class _EarlyClaims:
+    """The woken runs whose routing claimed their start (``ThreadRuntime.claimed_early``) and
+    have not started yet: for each, the signals it took, and whether one was delivered into it
+    since (its run must take that before its first call). Checked by
+    tests/test_wake_path.py."""
+
+    __slots__ = ("_late", "_taken")
+
+    def __init__(self) -> None:
+        self._taken: dict[str, set[str]] = {}
+        self._late: set[str] = set()
+
+    def claimed(self, run_id: str, started: WakeStart) -> None:
+        self._taken[run_id] = {signal["id"] for signal in started.taken}
+
+    def delivered(self, run_id: str, signal_id: str) -> None:
+        taken = self._taken.get(run_id)
+        if taken is not None and signal_id not in taken:
+            self._late.add(run_id)
+
+    def late(self, run_id: str) -> bool:
+        return run_id in self._late
+
+    def forget(self, run_id: str) -> None:
+        self._taken.pop(run_id, None)
+        self._late.discard(run_id)
 
 
 class _Waited:

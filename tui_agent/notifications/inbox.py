@@ -275,7 +275,7 @@ async def send_notification_signal(
         raise SignalError("send_notification_signal got an empty list")
     plain = None if listed else plain_notification(notification)
     checked = [plain[0]] if plain is not None else [validate_notification(i) for i in items]
-    idle = _stream_options_only(if_idle)
+    idle = {} if if_idle is None else _stream_options_only(if_idle)  # None: the common case
     store = memory.store
     # Deferred deliveries and timed digests go out even in a process that only takes in
     # notifications (no subscriber, no run of its own).

@@ -355,7 +355,7 @@ class _LaneSignal:
 
     def __init__(
         self, put: LanePut, active: IfActive, idle: IfIdle,
-        options: tuple[str, str, bool, str, float, str | None], parsed: _StateIn,
+        options: tuple[str, str, bool, str, float, str | None, int | None], parsed: _StateIn,
     ) -> None:
         self.thread_id = put[0]
         self.put, self.active, self.idle, self.options = put, active, idle, options

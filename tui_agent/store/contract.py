@@ -330,6 +330,7 @@ class SignalRouting(Protocol):
         self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
         agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
+        claim_on_wake: int | None = None,
     ) -> RouteResult:
         """Decide and store, in one transaction, what happens to a signal: on a live run
         ``deliver`` (pending), ``persist`` or ``discard`` (``queue``: queued for its own run);
@@ -341,13 +342,20 @@ class SignalRouting(Protocol):
 
         The signal's text is stored once: its history message and echo refer to its row, and
         :meth:`list_messages`, :meth:`read_events` and :meth:`claim_signals` give them back
-        whole (a ``derived_message`` is rendered from the data when read)."""
+        whole (a ``derived_message`` is rendered from the data when read).
+
+        ``claim_on_wake`` (a woken run's ``last_messages``): a wake also claims its run's
+        start in the same transaction, as :meth:`claim_wake` would next, and the result
+        carries it (``RouteResult.started``): a send to an idle thread is one round trip
+        before the model call. Signals routed in the same group behind the wake are taken
+        too; later ones wait, pending, for the run's next claim."""
         ...
 
     def route_signal_soon(
         self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
         agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
+        claim_on_wake: int | None = None,
     ) -> asyncio.Future[RouteResult]:
         """:meth:`route_signal`, queued at once without waiting (a burst of sends shares one
         transaction); the future resolves with the decision once it is committed, and
@@ -358,7 +366,7 @@ class SignalRouting(Protocol):
         self, then: Callable[[RouteResult | None, BaseException | None], None],
         thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str, if_idle: str,
         queue: bool = False, owner: str, ttl_s: float, agent_id: str | None = None,
-        echo_when_idle: SignalIn | None = None,
+        echo_when_idle: SignalIn | None = None, claim_on_wake: int | None = None,
     ) -> None:
         """:meth:`route_signal_soon` with no future: ``then(result, None)`` is called once the
         decision is committed, or ``then(None, error)`` if it failed (a cancelled write: a

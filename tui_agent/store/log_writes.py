@@ -13,10 +13,9 @@ and stay with each store. Checked by the contract suite on both stores.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, TypeVar, TypeVarTuple, cast
+from typing import Any, Protocol, TypeVar, TypeVarTuple
 
 import tui_agent.store.writes as writes
-from tui_agent.store.codec import loads
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.reads import LogReads, RunReads
 from tui_agent.store.records import (
@@ -27,6 +26,7 @@ from tui_agent.store.records import (
     ThreadRecord,
     WakeStart,
     message_record,
+    wake_start_of,
 )
 from tui_agent.store.writes import Txn
 
@@ -190,17 +190,12 @@ class LogWrites:
     ) -> WakeStart:
         """A woken run's start in one transaction: :meth:`claim_with_history`, with the thread's
         chosen model and ``agent_id``'s stored editor overrides read in it too. Fenced."""
-        rows, taken, metadata, overrides = await self.writer.run_write(
+        rows = await self.writer.run_write(
             thread_id, writes.claim_wake, thread_id, resource_id, run_id, last_messages,
             agent_id)
-        if taken:
+        if rows[1]:
             self.writer.notify(thread_id)
-        meta: Any = loads(metadata) if metadata else None
-        model = cast("dict[str, Any]", meta).get("model") if isinstance(meta, dict) else None
-        return WakeStart(
-            [message_record(row) for row in reversed(rows)], taken,
-            model if isinstance(model, str) and model else None,
-            None if overrides is None else loads(overrides))
+        return wake_start_of(rows)
 
     async def claim_signals(
         self, thread_id: str, resource_id: str, run_id: str, *,

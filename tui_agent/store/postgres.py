@@ -310,13 +310,14 @@ class PostgresStore(ComposedStore):
         self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
         agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
+        claim_on_wake: int | None = None,
     ) -> asyncio.Future[RouteResult]:
         """:meth:`route_signal`, queued at once for the next group commit
         (``postgres_group.py``): the future resolves once the decision is committed."""
         routed: asyncio.Future[RouteResult] = asyncio.get_running_loop().create_future()
         self._routes.submit(
             (thread_id, resource_id, signal, echo_when_idle or signal, if_active, if_idle, queue,
-             owner, ttl_s, agent_id),
+             owner, ttl_s, agent_id, claim_on_wake),
             partial(_settle_future, routed),
         )
         return routed
@@ -325,13 +326,13 @@ class PostgresStore(ComposedStore):
         self, then: Callable[[RouteResult | None, BaseException | None], None],
         thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str, if_idle: str,
         queue: bool = False, owner: str, ttl_s: float, agent_id: str | None = None,
-        echo_when_idle: SignalIn | None = None,
+        echo_when_idle: SignalIn | None = None, claim_on_wake: int | None = None,
     ) -> None:
         """:meth:`route_signal_soon` with no future: ``then(result, error)`` is called once the
         decision is committed, for every signal of a group in one pass."""
         self._routes.submit(
             (thread_id, resource_id, signal, echo_when_idle or signal, if_active, if_idle, queue,
-             owner, ttl_s, agent_id),
+             owner, ttl_s, agent_id, claim_on_wake),
             then,
         )
 
@@ -348,12 +349,14 @@ class PostgresStore(ComposedStore):
         self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
         agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
+        claim_on_wake: int | None = None,
     ) -> RouteResult:
         """Decide, atomically across processes, what happens to a signal (see the contract);
         sends that arrive together share one transaction (``postgres_group.py``)."""
         return await self.route_signal_soon(
             thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
             owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle,
+            claim_on_wake=claim_on_wake,
         )
 
     @property

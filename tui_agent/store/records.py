@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -265,6 +265,9 @@ class SignalIn:
 class RouteResult:
     action: str  # wake | deliver | hold | persist | discard
     run_id: str | None = None
+    #: A wake routed with ``claim_on_wake``: its run's start, claimed in the same transaction
+    #: (``Store.claim_wake``'s answer), so the run goes to its model call with no round trip.
+    started: WakeStart | None = None
 
 
 @dataclass(slots=True)
@@ -284,6 +287,24 @@ class WakeStart:
 class FinishOutcome:
     finished: bool  # False: signals arrived meanwhile, the run must continue
     next_run_id: str | None = None  # a queued message starts this run (lease kept)
+
+
+#: ``writes.claim_wake``'s answer as the store read it: the history rows (newest first), the
+#: signals taken, the thread's metadata and the agent's stored overrides (JSON texts or None).
+WakeRows = tuple[list[Any], list[dict[str, Any]], "str | None", "str | None"]
+
+
+def wake_start_of(rows: WakeRows) -> WakeStart:
+    """A woken run's start from the rows its claim read: the history oldest first, the
+    thread's chosen model (its metadata's non-empty ``model`` string, else None) and the
+    overrides decoded."""
+    history, taken, metadata, overrides = rows
+    meta: Any = loads(metadata) if metadata else None
+    model = cast("dict[str, Any]", meta).get("model") if isinstance(meta, dict) else None
+    return WakeStart(
+        [message_record(row) for row in reversed(history)], taken,
+        model if isinstance(model, str) and model else None,
+        None if overrides is None else loads(overrides))
 
 
 def signal_message(signal_id: str, signal_type: str, run_id: str | None) -> MessageIn:

@@ -420,12 +420,13 @@ class SqliteStore(ComposedStore):
         self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
         agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
+        claim_on_wake: int | None = None,
     ) -> asyncio.Future[RouteResult]:
         """:meth:`route_signal`, queued at once: the future resolves once the decision is
         committed. A burst of sends routes with no task per signal, in one group commit."""
         routed = self.submit(
             txn.route_signal, thread_id, resource_id, signal, echo_when_idle or signal,
-            if_active, if_idle, queue, owner, ttl_s, agent_id,
+            if_active, if_idle, queue, owner, ttl_s, agent_id, claim_on_wake,
         )
         routed.add_done_callback(partial(self._notify_routed, thread_id))
         return routed
@@ -434,14 +435,14 @@ class SqliteStore(ComposedStore):
         self, then: Callable[[RouteResult | None, BaseException | None], None],
         thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str, if_idle: str,
         queue: bool = False, owner: str, ttl_s: float, agent_id: str | None = None,
-        echo_when_idle: SignalIn | None = None,
+        echo_when_idle: SignalIn | None = None, claim_on_wake: int | None = None,
     ) -> None:
         """:meth:`route_signal_soon` with no future: the writer calls ``then(result, error)``
         once the decision is committed, for all the signals of a group in one pass."""
         self._enqueue(_Queued(  # submit_then's, inline: a burst queues hundreds
             txn.route_signal,
             (thread_id, resource_id, signal, echo_when_idle or signal, if_active, if_idle, queue,
-             owner, ttl_s, agent_id),
+             owner, ttl_s, agent_id, claim_on_wake),
             None, partial(self._after_route, thread_id, then),
         ))
 
@@ -487,6 +488,7 @@ class SqliteStore(ComposedStore):
         self, thread_id: str, resource_id: str, signal: SignalIn, *, if_active: str,
         if_idle: str, queue: bool = False, owner: str, ttl_s: float,
         agent_id: str | None = None, echo_when_idle: SignalIn | None = None,
+        claim_on_wake: int | None = None,
     ) -> RouteResult:
         """Decide, atomically across processes, what happens to a signal:
 
@@ -500,6 +502,7 @@ class SqliteStore(ComposedStore):
         return await self.route_signal_soon(
             thread_id, resource_id, signal, if_active=if_active, if_idle=if_idle, queue=queue,
             owner=owner, ttl_s=ttl_s, agent_id=agent_id, echo_when_idle=echo_when_idle,
+            claim_on_wake=claim_on_wake,
         )
 
 

@@ -33,9 +33,11 @@ from tui_agent.store.records import (
     MessageIn,
     RouteResult,
     SignalIn,
+    WakeRows,
     signal_echo,
     signal_message,
     taken_signal,
+    wake_start_of,
 )
 from tui_agent.store.roles import Args, Row
 
@@ -455,15 +457,22 @@ def count_pending(d: Dialect, thread_id: str) -> Txn[int]:
 def route_signal(
     d: Dialect, thread_id: str, resource_id: str, active_signal: SignalIn,
     idle_signal: SignalIn, if_active: str, if_idle: str, queue: bool, owner: str,
-    ttl_s: float, agent_id: str | None,
+    ttl_s: float, agent_id: str | None, claim_on_wake: int | None = None,
 ) -> Txn[RouteResult]:
-    """Decided under the thread's lock: of concurrent wakes, exactly one finds it idle."""
+    """Decided under the thread's lock: of concurrent wakes, exactly one finds it idle. A wake
+    with ``claim_on_wake`` (its run's ``last_messages``) claims its run's start in the same
+    transaction, as :func:`claim_wake` would next (``RouteResult.started``)."""
     yield from lock(d, thread_id)
     live = yield from live_lease(d, thread_id)
     if live is None:
-        return (yield from _route_idle(
+        routed = yield from _route_idle(
             d, thread_id, resource_id, idle_signal, if_idle, owner, ttl_s, agent_id
-        ))
+        )
+        if routed.action == "wake" and claim_on_wake is not None:
+            assert routed.run_id is not None
+            routed.started = wake_start_of((yield from read_wake(
+                d, thread_id, resource_id, routed.run_id, claim_on_wake, agent_id)))
+        return routed
     if queue and if_active == "deliver":  # persist/discard are honoured as for a send
         run_id = new_id()
         yield from insert_signal(d, thread_id, resource_id, active_signal, "queued", run_id)
@@ -542,7 +551,10 @@ def insert_signal(
     yield from write_signal_rows(d, [row], spilled)
 
 
-RouteCall = tuple[str, str, SignalIn, SignalIn, str, str, bool, str, float, "str | None"]
+#: :func:`route_signal`'s arguments after the dialect: (thread_id, resource_id, active_signal,
+#: idle_signal, if_active, if_idle, queue, owner, ttl_s, agent_id, claim_on_wake).
+RouteCall = tuple[
+    str, str, SignalIn, SignalIn, str, str, bool, str, float, "str | None", "int | None"]
 
 
 def route_signals(d: Dialect, calls: Sequence[RouteCall]) -> Txn[list[RouteResult]]:
@@ -550,8 +562,10 @@ def route_signals(d: Dialect, calls: Sequence[RouteCall]) -> Txn[list[RouteResul
     SQLite's group commit uses. The common case of a burst, signals delivered into a thread's
     live run (or queued behind it), costs one lease lookup per thread and one ``executemany``;
     any other call runs as :func:`route_signal` does, after the rows before it are written
-    (arrival order holds)."""
+    (arrival order holds). A wake's claim (``claim_on_wake``) runs once the whole batch is
+    written: its run takes the burst's later signals into the thread too, in one claim."""
     results: list[RouteResult] = []
+    claims: list[tuple[int, RouteCall]] = []  # the wakes to claim: their result's index
     rows: list[SignalRow] = []
     spilled: list[tuple[str, str]] = []
     # thread → the decision of a delivery into its live run as this transaction sees it (None:
@@ -585,9 +599,17 @@ def route_signals(d: Dialect, calls: Sequence[RouteCall]) -> Txn[list[RouteResul
             continue
         yield from write_signal_rows(d, rows, spilled)
         rows, spilled = [], []
-        results.append((yield from route_signal(d, *call)))
+        routed = yield from route_signal(d, *call[:10])
+        if routed.action == "wake" and call[10] is not None:
+            claims.append((len(results), call))
+        results.append(routed)
         del delivery[thread_id]  # a wake, for one, took the lease
     yield from write_signal_rows(d, rows, spilled)
+    for index, (thread_id, resource_id, *_, agent_id, last_messages) in claims:
+        woken = results[index]
+        assert woken.run_id is not None and last_messages is not None
+        woken.started = wake_start_of((yield from read_wake(
+            d, thread_id, resource_id, woken.run_id, last_messages, agent_id)))
     return results
 
 
@@ -662,13 +684,28 @@ def claim_with_history(
 def claim_wake(
     d: Dialect, thread_id: str, resource_id: str, run_id: str, last_messages: int,
     agent_id: str | None,
-) -> Txn[tuple[list[Row], list[dict[str, Any]], str | None, str | None]]:
-    """A woken run's only transaction before its model call: :func:`claim_with_history`, plus
+) -> Txn[WakeRows]:
+    """A woken run's only transaction before its model call (when its routing did not claim
+    it: ``route_signal``'s ``claim_on_wake``): :func:`read_wake`, fenced as
+    :func:`claim_signals` (a run that lost its lease takes nothing)."""
+    yield from lock(d, thread_id)
+    yield from check_lease(d, thread_id, run_id)
+    return (yield from read_wake(d, thread_id, resource_id, run_id, last_messages, agent_id))
+
+
+def read_wake(
+    d: Dialect, thread_id: str, resource_id: str, run_id: str, last_messages: int,
+    agent_id: str | None,
+) -> Txn[WakeRows]:
+    """A woken run's start, under a lease the caller knows it holds: the thread's last
+    ``last_messages`` messages (newest first), its pending signals taken into ``run_id``, and
     what its plan reads of the store — the thread's metadata (its chosen model) and the
-    editor's overrides stored for ``agent_id`` — as JSON texts (None: no such row). Fenced, as
-    :func:`claim_signals`: a run that lost its lease takes nothing."""
-    history, taken = yield from claim_with_history(
-        d, thread_id, resource_id, run_id, last_messages)
+    editor's overrides stored for ``agent_id`` — as JSON texts (None: no such row)."""
+    history: list[Row] = []
+    if last_messages > 0:
+        history = yield _query(
+            d, f"{MESSAGES} ORDER BY m.seq DESC LIMIT ?", thread_id, last_messages)
+    taken = yield from take_pending(d, thread_id, resource_id, run_id, "delivered")
     thread: list[Row] = yield _query(d, "SELECT metadata FROM threads WHERE id=?", thread_id)
     overrides: list[Row] = []
     if agent_id is not None:
