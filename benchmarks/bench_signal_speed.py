@@ -17,11 +17,14 @@ measured in the same run on the same machine.
 - Idle: a process with an agent watching 20 idle threads (subscriptions + the rescuer): CPU %
   of one core over ``--idle-s`` seconds.
 
-Mastra's figures (Mastra 1.71, Node 20, in-process mock model, from the issue) are quoted, not
-measured: Node is not installed here.
+- Mastra, first, in the same run: ``benchmarks/mastra/bench.mjs`` (Mastra 1.71 on Node, its own
+  in-process mock model, ``@mastra/memory`` on a LibSQL file) does the same burst of
+  ``sendSignal`` (user and typed) into a run held open and the same idle wake
+  (``mastra_runner.py``: ``npm ci`` once, then the script under a bound). Without Node/npm, or
+  with ``--skip-mastra``, the issue's figures are printed instead, labelled as quoted.
 
     .venv/bin/python benchmarks/bench_signal_speed.py [--burst 200] [--rounds 10] \
-        [--wakes 200] [--idle-s 10] [--pg URL] [--skip-pg]
+        [--wakes 200] [--idle-s 10] [--pg URL] [--skip-pg] [--skip-mastra]
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from mastra_runner import QUOTED_WAKE_MS, MastraFigures, measure, quoted
 from openai_server import FakeOpenAIServer, FakeOpenAIServerProcess
 
 from tui_agent import Agent, Memory
@@ -53,8 +57,6 @@ from tui_agent.testing import ScriptedModel
 
 R, T = "bench-user", "bench-thread"
 Row = tuple[str, str, str]
-MASTRA_BURST = (52_389, 35_270)  # user / typed send_signal, accepted/s (the issue's run)
-MASTRA_WAKE_MS = 8.99  # idle thread send_message → first text delta, median
 GOAL_BURST = 60_000
 KINDS = ("send_message", "queue_message", "send_signal dict (user)", "send_signal dict (typed)",
          "send_signal object", "send_state_signal", "send_notification_signal")
@@ -187,7 +189,18 @@ def insert_loop_anchor(path: str, count: int, rounds: int) -> float:
     return statistics.median(rates)
 
 
-async def burst_rows(tmp: Path, count: int, rounds: int, pg: str | None
+def _mastra_rate(mastra: MastraFigures, kind: str) -> float | None:
+    """Mastra's figure for ``kind`` (its bench measures the two send_signal dict kinds)."""
+    if kind == "send_signal dict (user)":
+        return mastra.burst_user
+    return mastra.burst_typed if kind == "send_signal dict (typed)" else None
+
+
+def _label(mastra: MastraFigures) -> str:
+    return "Mastra, same run" if mastra.measured else "Mastra, quoted"
+
+
+async def burst_rows(tmp: Path, count: int, rounds: int, pg: str | None, mastra: MastraFigures
                      ) -> tuple[list[Row], dict[str, float]]:
     rows: list[Row] = []
     sqlite_rates: dict[str, float] = {}
@@ -200,8 +213,11 @@ async def burst_rows(tmp: Path, count: int, rounds: int, pg: str | None
                      f"goal ≥ {GOAL_BURST:,}; {got['commits']:.0f} commits/burst; "
                      f"bare insert loop of the same rows {anchor:,.0f} /s "
                      f"({got['rate'] / anchor:.2f}×)"))
-    rows.append(("  Mastra (the issue's run)", f"{MASTRA_BURST[0]:,} / {MASTRA_BURST[1]:,} /s",
-                 "send_signal user / typed; quoted, not measured here"))
+        theirs = _mastra_rate(mastra, kind)
+        if theirs is not None:
+            rows.append((f"  {_label(mastra)}: sendSignal, same signals", f"{theirs:,.0f} /s",
+                         f"tui-agent {got['rate'] / theirs:.2f}× Mastra"))
+    rows.append(("  Mastra's setup", "measured" if mastra.measured else "quoted", mastra.source))
     if pg is not None:
         with pg_locations(pg) as new_database:
             for kind in KINDS:
@@ -213,10 +229,10 @@ async def burst_rows(tmp: Path, count: int, rounds: int, pg: str | None
     with FakeOpenAIServer() as server:
         for kind in ("send_message", "send_signal dict (user)", "send_signal dict (typed)"):
             got = await burst(str(tmp / f"http-{len(rows)}.db"), kind, count, rounds, server)
-            mastra = MASTRA_BURST[0] if "typed" not in kind else MASTRA_BURST[1]
+            theirs = _mastra_rate(mastra, kind) or mastra.burst_user
             rows.append((f"HTTP model path burst: {kind}", f"{got['rate']:,.0f} /s",
-                         f"{got['rate'] / mastra:.2f}× Mastra's {mastra:,} (goal ≥ 1×); "
-                         f"mock path {sqlite_rates[kind]:,.0f} /s"))
+                         f"{got['rate'] / theirs:.2f}× {_label(mastra)}'s {theirs:,.0f} "
+                         f"(mock model; goal ≥ 1×); our mock path {sqlite_rates[kind]:,.0f} /s"))
     return rows, sqlite_rates
 
 
@@ -317,12 +333,15 @@ async def raw_socket_ms(server: FakeOpenAIServer | FakeOpenAIServerProcess, wake
     return statistics.median(samples[10:]) * 1000
 
 
-async def wake_rows(tmp: Path, wakes: int) -> list[Row]:
+async def wake_rows(tmp: Path, wakes: int, mastra: MastraFigures) -> list[Row]:
     mock = await wake_ms(tmp, wakes, None)
+    theirs = mastra.wake_ms
     rows: list[Row] = [
         ("idle wake → first delta, mock model", f"{mock:.2f} ms",
-         f"{MASTRA_WAKE_MS / mock:.1f}× ahead of Mastra's {MASTRA_WAKE_MS} ms (goal ≥ 10×: "
-         f"≤ {MASTRA_WAKE_MS / 10:.3f} ms)")]
+         f"{theirs / mock:.1f}× ahead of {_label(mastra)} (goal ≥ 10×: ≤ {theirs / 10:.3f} ms);"
+         f" {QUOTED_WAKE_MS / mock:.1f}× the issue's {QUOTED_WAKE_MS} ms"),
+        (f"  {_label(mastra)}: sendMessage → first delta", f"{theirs:.2f} ms",
+         "its mock model, a new thread per wake, median")]
     servers: list[tuple[str, Callable[[], Any]]] = [
         ("the server in this process", FakeOpenAIServer),
         ("the server in its own process", FakeOpenAIServerProcess)]
@@ -333,8 +352,8 @@ async def wake_rows(tmp: Path, wakes: int) -> list[Row]:
             bare = await raw_socket_ms(server, wakes)
         rows += [
             (f"idle wake → first delta, HTTP path ({where})", f"{http:.2f} ms",
-             f"{MASTRA_WAKE_MS / http:.1f}× ahead of Mastra's (goal ≥ 6×: ≤ "
-             f"{MASTRA_WAKE_MS / 6:.2f} ms)"),
+             f"{theirs / http:.1f}× ahead of {_label(mastra)}'s mock wake (goal ≥ 6×: ≤ "
+             f"{theirs / 6:.2f} ms)"),
             ("  floor: raw httpx, same server", f"{floor:.2f} ms", "POST → first content delta"),
             ("  the server alone: a bare socket", f"{bare:.2f} ms",
              "POST → first content delta, no HTTP library (what httpx adds is the rest)")]
@@ -452,12 +471,16 @@ def main() -> None:
     parser.add_argument("--idle-s", type=float, default=10.0)
     parser.add_argument("--pg", default=None)
     parser.add_argument("--skip-pg", action="store_true")
+    parser.add_argument("--skip-mastra", action="store_true",
+                        help="print the issue's Mastra figures instead of measuring them")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
+    mastra = (quoted("--skip-mastra") if args.skip_mastra
+              else measure(args.burst, args.rounds, args.wakes))
     with tempfile.TemporaryDirectory() as name, pg_admin(args.pg, args.skip_pg) as pg:
         tmp = Path(name)
-        rows, _ = asyncio.run(burst_rows(tmp, args.burst, args.rounds, pg))
-        rows += asyncio.run(wake_rows(tmp, args.wakes))
+        rows, _ = asyncio.run(burst_rows(tmp, args.burst, args.rounds, pg, mastra))
+        rows += asyncio.run(wake_rows(tmp, args.wakes, mastra))
         rows += rescue_rows(tmp, args.rescues)
         rows += idle_rows(tmp, args.idle_s)
     width = max(len(r[0]) for r in rows)
