@@ -3,6 +3,7 @@ copy — each driven by its keys, as a user would."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -85,6 +86,33 @@ async def test_detached_pane_stops_watching_and_attaching_catches_up_from_memory
                                                                    "answer"]
         # drained holds from the start of a sync; the header is set at its end
         await until(pilot, lambda: pane.header_state.state == "idle", "header: idle")
+
+
+async def test_reattaching_keeps_one_transcript_view_at_every_step(make_app: AppFactory) -> None:
+    """A sync may run at any moment of re-attaching (the pane's timer, the old feed's last
+    change): at no step is the pane without its transcript view (a sync then raised NoMatches
+    and ended the app), and the view shown is the one kept, now following the new feed."""
+    app = make_app(handler=lambda messages, tools: "answer")
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = pane_of(app)
+        await until(pilot, lambda: pane.feed.attached, "the pane subscribed")
+        await send_from_elsewhere(app.config.agent, "before")
+        await app.config.agent.wait_for_local_runs()
+        await until(pilot, lambda: len(pane.transcript_view().children) == 2, "shown")
+        view = pane.transcript_view()
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: pane.header_state.state == "detached", "header: detached")
+        views_seen: set[int] = set()
+        reattach = asyncio.ensure_future(pane.run_action("toggle_attach"))
+        while not reattach.done():
+            views_seen.add(len(pane.query(TranscriptView)))
+            await asyncio.sleep(0)
+        await reattach
+        assert views_seen == {1}
+        await until(pilot, lambda: kinds(pane) == ["user", "assistant"], "caught up")
+        await drained(pilot, pane)
+        assert pane.transcript_view() is view
+        assert [w.entry.text for w in view.children] == ["before", "answer"]  # type: ignore[attr-defined]
 
 
 async def test_queue_mode_sends_after_the_live_run_and_shows_it_waiting(

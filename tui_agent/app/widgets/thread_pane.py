@@ -21,7 +21,6 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tui_agent.app.bridge import SendRequest, ThreadFeed, run_cost
-from tui_agent.app.gc_policy import SWEEPER
 from tui_agent.app.layout import Place
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.find_bar import FindBar, FindClosed
@@ -395,14 +394,12 @@ class ThreadPane(PaneActions):
             await self._reattach()
 
     async def _reattach(self) -> None:
-        """A fresh feed: catches up from memory and the live run."""
+        """A fresh feed: catches up from memory and the live run. The transcript view is
+        kept and shown the new feed's transcript: a sync that runs while this awaits (the
+        pane's timer, the old feed's last change) always finds one view, never none."""
         await self.feed.close()
-        view = self.query_one(TranscriptView)
         self.feed = ThreadFeed(self.agent, self.resource_id, self.thread_id, self)
-        new_view = TranscriptView(self.feed.transcript, id="transcript")
-        await view.remove()
-        SWEEPER.released()
-        await self.query_one("#pane-body").mount(new_view, before=0)
+        await self.transcript_view().show_transcript(self.feed.transcript)
         self.show_notice("attached")
         self.start_feed()
 

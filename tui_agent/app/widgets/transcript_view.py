@@ -112,6 +112,22 @@ class TranscriptView(NoLayoutEcho, VerticalScroll, can_focus=True):
 
     # -- syncing -------------------------------------------------------------------------------
 
+    async def show_transcript(self, transcript: Transcript) -> None:
+        """Show ``transcript`` from scratch (a re-attached pane's fresh feed): the old entries'
+        widgets go, following resumes, and this view stays mounted throughout, so a sync asked
+        for at any moment of the swap finds it (tests/app/test_pane_controls.py)."""
+        self.transcript = transcript
+        old = list(self.children)
+        self._widgets = {}
+        self._in_view = set()
+        self._grown_below.clear()
+        self.selected = None
+        self.unseen = 0
+        self.following = True
+        if old:
+            await self.remove_children(old)
+            SWEEPER.released()  # the old entries' widgets are cyclic garbage
+
     async def sync(self, *, compact: bool = False) -> int:
         """Mount what the transcript added, refresh what changed, remove what it dropped.
         ``compact`` (a pane not focused): keep only the entries of the last few screenfuls.
