@@ -211,3 +211,13 @@ def test_the_host_registry_says_whether_a_host_lives(tmp_path: Path) -> None:
     lock.release()
     assert hosted(db) is False
     assert hosted(":memory:") is None and hosted(None) is None
+
+
+def test_a_host_registers_before_its_stores_folder_exists(tmp_path: Path) -> None:
+    """The app hosts before its store's first connection creates the folder (a first run):
+    it registered nothing, and ``send --no-wait`` said no process hosted the store."""
+    db = str(tmp_path / "new" / "data" / "x.db")
+    lock = register(db)
+    assert lock is not None and hosted(db) is True
+    assert (tmp_path / "new" / "data").stat().st_mode & 0o777 == 0o700
+    lock.release()

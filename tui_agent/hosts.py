@@ -31,6 +31,9 @@ class HostLock:
     def __init__(self, db_path: str) -> None:
         import fcntl
 
+        # The app registers before its store's first connection made the store's folder (a
+        # first run): make it as the store does, private, or no one could know of this host.
+        os.makedirs(os.path.dirname(os.path.abspath(db_path)), mode=0o700, exist_ok=True)
         self._fd: int | None = os.open(registry_path(db_path), os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_SH)  # blocks only while a probe holds it (µs)
 
