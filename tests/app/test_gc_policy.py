@@ -63,6 +63,7 @@ async def test_widgets_a_transcript_prunes_are_freed_by_the_sweeper_not_left_for
             left = app.panes[0]
             view = left.transcript_view()
             first: weakref.ref[Any] | None = None
+            painted: weakref.ref[Any] | None = None  # its paint cache (Textual's StylesCache)
             sweeps = gc_policy.SWEEPER.sweeps
             for i in range(14):
                 receipt = agent.send_message(f"question {i}", resource_id="me", thread_id="left")
@@ -71,10 +72,15 @@ async def test_widgets_a_transcript_prunes_are_freed_by_the_sweeper_not_left_for
                 await drained(pilot, left)
                 if first is None and view.children:
                     first = weakref.ref(view.children[0])
-            assert first is not None
+                    # Private, on purpose: the workaround for textual#6665 is what is tested.
+                    painted = weakref.ref(view.children[0]._styles_cache)
+            assert first is not None and painted is not None
             await until(pilot, lambda: first() is None or not first().is_attached, "pruned")
             await until(pilot, lambda: first() is None, "the pruned widget freed", timeout=5)
             assert gc_policy.SWEEPER.sweeps > sweeps
+            # Textual's lru_cache on an instance method kept it (and every line it painted)
+            # after the widget itself was freed: the sweep clears that cache first.
+            assert painted() is None
     finally:
         gc.enable()
 

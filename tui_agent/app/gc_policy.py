@@ -56,6 +56,27 @@ def freeze_late_imports() -> None:
         gc.freeze()
 
 
+def release_textual_styles_caches() -> None:
+    """Let go of the paint caches Textual keeps of removed widgets.
+
+    Textual (8.2) memoises ``StylesCache.get_inner_outer`` with an ``lru_cache`` on an instance
+    method, so the cache's keys hold every widget's ``StylesCache`` (each line the widget
+    painted, and the set of its lines waiting to be painted) for as long as 1,024 later calls
+    leave it there, long after the widget was removed (Textualize/textual#6665, open). With
+    four panes streaming, that was ~180 orphans in four minutes, most of the RSS growth over
+    half an hour and a live heap that made each sweep longer. Clearing it before each sweep
+    frees them; what it memoises (two ``Style``s from two colours) is rebuilt at the next
+    paint. The one place the app reaches into Textual's private parts, on purpose and
+    guarded: a Textual that fixes it (no ``cache_clear`` there) makes this a no-op
+    (tests/app/test_gc_policy.py)."""
+    from textual import _styles_cache
+
+    memoised = getattr(_styles_cache.StylesCache, "get_inner_outer", None)
+    clear = getattr(memoised, "cache_clear", None)
+    if clear is not None:
+        clear()
+
+
 class GarbageSweeper:
     """One full collection soon after widgets were removed, at most ``SWEEP_SHARE`` of the
     time spent sweeping: a sweep that held the loop P seconds waits ``P / SWEEP_SHARE`` before
@@ -81,6 +102,7 @@ class GarbageSweeper:
     def _sweep(self) -> None:
         self._pending = None
         started = time.monotonic()
+        release_textual_styles_caches()
         gc.collect()
         pause = time.monotonic() - started
         self._next_at = started + pause / SWEEP_SHARE
