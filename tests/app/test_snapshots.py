@@ -183,6 +183,9 @@ async def settle(pilot: Any) -> None:
     for screen in app.screen_stack:
         for field in [*screen.query(Input), *screen.query(TextArea)]:
             field.cursor_blink = False
+    for pane in panes:  # one more sync each: the header in step with its feed (a live run
+        pane.refresh_header()  # shown running) before its clock is frozen
+    await until(pilot, lambda: all(p.drained for p in panes), "every header synced")
     for pane in panes:
         if pane.header_state.state == "running":
             pane.header_state.started_at = HEADER_NOW - RUNNING_S
