@@ -34,7 +34,7 @@ from tui_agent.app import app as app_module
 from tui_agent.app.app import AppConfig, TuiAgentApp
 from tui_agent.app.screens.confirm import ConfirmScreen
 from tui_agent.app.screens.thread_picker import ThreadPicker
-from tui_agent.app.widgets import pane_header, thread_pane
+from tui_agent.app.widgets import pane_header, state_panel, thread_pane
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.pane_header import PaneHeader
 from tui_agent.app.widgets.thread_pane import ThreadPane
@@ -145,10 +145,14 @@ def utc() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def steady_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """A pane header's clock stands still (a running run's elapsed time is what ``settle``
-    sets, however long the shot takes: Textual's idle waits before it can take seconds), and a
-    status-line notice stays until replaced instead of clearing after NOTICE_S seconds."""
+    sets, however long the shot takes: Textual's idle waits before it can take seconds), a
+    status-line notice stays until replaced instead of clearing after NOTICE_S seconds, and a
+    changed state lane is not highlighted (a lane read after the panel's first read is
+    highlighted for HIGHLIGHT_S: whether the shot fell inside those seconds depended on the
+    machine's load — the demo shot at 200×50 lost its highlight once, under two busy loops)."""
     monkeypatch.setattr(pane_header, "time", SimpleNamespace(monotonic=lambda: HEADER_NOW))
     monkeypatch.setattr(thread_pane, "NOTICE_S", 3600.0)
+    monkeypatch.setattr(state_panel, "HIGHLIGHT_S", 0.0)
 
 
 async def ready(pilot: Any, theme: str) -> None:
