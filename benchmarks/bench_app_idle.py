@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,9 @@ class Frames:
     shown: str | None = None  # the screenshot after the last update
     unchanged = 0  # updates after which the screen was the same as before
     compare_cpu = 0.0  # process time the screenshots took (left out of the CPU figure)
+    watch: Callable[[], object] | None = None  # read at each update (e.g. the composer's text)
+    watched: object = None  # what ``watch`` gave at the last update
+    watched_at = 0.0  # when an update first painted it (monotonic)
 
     @classmethod
     def install(cls) -> None:
@@ -63,6 +67,8 @@ class Frames:
             if renderable is not None:
                 cls.count += 1
                 cls.at = time.monotonic()
+                if cls.watch is not None and (seen := cls.watch()) != cls.watched:
+                    cls.watched, cls.watched_at = seen, cls.at
             original(self, screen, renderable)
             if renderable is not None and cls.compare:
                 cls.check_changed(self)
