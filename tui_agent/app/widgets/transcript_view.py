@@ -18,13 +18,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import ClassVar
 
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 
 from tui_agent.app.gc_policy import SWEEPER
 from tui_agent.app.transcript import Entry, Transcript
@@ -135,27 +136,38 @@ class TranscriptView(NoLayoutEcho, VerticalScroll, can_focus=True):
         keep = self._compact_keep() if compact else MAX_ENTRIES
         pruned = (self.transcript.prune_to(keep, MAX_TEXT_CHARS) if self.following else 0)
         changes = self.transcript.take_changes(with_added=self.following)
+        # The DOM changes are made in one batch (no frame shows half of them), but their
+        # completion (children composed, pruned nodes gone) is awaited after it: a batch held
+        # across those awaits stopped every frame of the app, the composer's echo of a key
+        # included, until the slowest mount of any pane was done (bench_app_hours: key → paint
+        # p95 ~125 ms).
+        pending: list[Awaitable[object]] = []
+        removed = 0
         with self.app.batch_update():
             for entry in changes.removed:
                 widget = self._widgets.pop(entry.key, None)
                 if isinstance(widget, SignalRun) and len(widget.entries) > 1:
                     widget.keep([e for e in widget.entries if e is not entry])
                 elif widget is not None:
-                    await widget.remove()
-                    SWEEPER.released()  # a widget is cyclic garbage: the sweeper frees it
+                    pending.append(widget.remove())
+                    removed += 1
                 if entry.key == self.selected:
                     self.selected = None
             if changes.prepended:
                 first = self.children[0] if self.children else None
-                await self._mount(changes.prepended, before=first)
+                pending.extend(self._mount(changes.prepended, before=first))
             if changes.added:
-                await self._mount(changes.added)
+                pending.extend(self._mount(changes.added))
             refreshed: set[Widget] = set()
             for entry in changes.changed:
                 widget = self._widgets.get(entry.key)
                 if widget is not None and widget not in refreshed:
                     refreshed.add(widget)
                     widget.refresh_entry()  # type: ignore[attr-defined]
+        for done in pending:
+            await done
+        for _ in range(removed):
+            SWEEPER.released()  # a widget is cyclic garbage: the sweeper frees it
         self._release_scrolled_out()
         if self.following:
             self._follow_after_refresh()
@@ -193,9 +205,10 @@ class TranscriptView(NoLayoutEcho, VerticalScroll, can_focus=True):
                     node.refresh()
         self._in_view = in_view
 
-    async def _mount(self, entries: list[Entry], before: Widget | None = None) -> None:
+    def _mount(self, entries: list[Entry], before: Widget | None = None) -> list[AwaitMount]:
         """Mount ``entries`` (at the end, or before ``before``); consecutive signals share
-        one ``SignalRun``, and signals added at the end join the run that ends the view."""
+        one ``SignalRun``, and signals added at the end join the run that ends the view.
+        They are in the DOM at once; the mount completes when what is returned is awaited."""
         widgets: list[Widget] = []
         last = self.children[-1] if before is None and self.children else None
         runs: dict[SignalRun, list[Entry]] = {}
@@ -214,8 +227,7 @@ class TranscriptView(NoLayoutEcho, VerticalScroll, can_focus=True):
             self._widgets[entry.key] = widget
         for run, members in runs.items():
             run.extend(members)
-        if widgets:
-            await self.mount_all(widgets, before=before)
+        return [self.mount_all(widgets, before=before)] if widgets else []
 
     def widget_count(self) -> int:
         """How many entries are mounted (a run of signals counts each of its lines)."""
