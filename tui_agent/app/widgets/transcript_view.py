@@ -149,6 +149,8 @@ class TranscriptView(NoLayoutEcho, VerticalScroll, can_focus=True):
                 if isinstance(widget, SignalRun) and len(widget.entries) > 1:
                     widget.keep([e for e in widget.entries if e is not entry])
                 elif widget is not None:
+                    if isinstance(widget, SignalRun):  # gone: a signal added next (``_mount``)
+                        widget.entries = []            # must not join it
                     pending.append(widget.remove())
                     removed += 1
                 if entry.key == self.selected:
