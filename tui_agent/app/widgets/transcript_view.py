@@ -141,17 +141,15 @@ class TranscriptView(NoLayoutEcho, VerticalScroll, can_focus=True):
         # across those awaits stopped every frame of the app until the mount was done
         # (bench_app_hours: frames held p99 13 ms, up to 95 ms; now p99 2 ms).
         pending: list[Awaitable[object]] = []
-        removed = 0
+        removed = False
         with self.app.batch_update():
             for entry in changes.removed:
                 widget = self._widgets.pop(entry.key, None)
                 if isinstance(widget, SignalRun) and len(widget.entries) > 1:
                     widget.keep([e for e in widget.entries if e is not entry])
                 elif widget is not None:
-                    if isinstance(widget, SignalRun):  # gone: a signal added next (``_mount``)
-                        widget.entries = []            # must not join it
                     pending.append(widget.remove())
-                    removed += 1
+                    removed = True
                 if entry.key == self.selected:
                     self.selected = None
             if changes.prepended:
@@ -167,8 +165,8 @@ class TranscriptView(NoLayoutEcho, VerticalScroll, can_focus=True):
                     widget.refresh_entry()  # type: ignore[attr-defined]
         for done in pending:
             await done
-        for _ in range(removed):
-            SWEEPER.released()  # a widget is cyclic garbage: the sweeper frees it
+        if removed:
+            SWEEPER.released()  # removed widgets are cyclic garbage: one sweep frees them all
         self._release_scrolled_out()
         if self.following:
             self._follow_after_refresh()
@@ -257,8 +255,7 @@ class TranscriptView(NoLayoutEcho, VerticalScroll, can_focus=True):
             self.mount(line, before=run)
             if after:
                 run.keep(after)
-            else:  # gone once pruned: no signal added meanwhile may join it (``_mount``)
-                run.entries = []
+            else:  # its lines go at once: no signal added meanwhile may join it
                 run.remove()
         return line
 
