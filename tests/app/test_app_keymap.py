@@ -41,6 +41,21 @@ def test_unknown_ids_and_clashes_are_warnings() -> None:
     assert check_keymap({"pane.abort": "f5"}, binding_scopes()) == ({"pane.abort": "f5"}, [])
 
 
+def test_a_key_that_moves_the_focus_may_not_be_a_key_you_type() -> None:
+    """The app acts on f10 (and the other keys that move the focus) before the focused widget
+    sees them: remapped to a letter, it would take that letter from the composer."""
+    usable, warnings = check_keymap(
+        {"app.approvals": "a", "app.toggle_inbox": "ctrl+i,space",
+         "app.next_pane": "alt+n,shift+f5"}, binding_scopes())
+    assert usable == {"app.next_pane": "alt+n,shift+f5"}
+    assert warnings == [
+        "keymap: app.approvals on a would take a key you type; use an f-key or a ctrl/alt chord"
+        " (ignored)",
+        "keymap: app.toggle_inbox on space would take a key you type; use an f-key or a ctrl/alt"
+        " chord (ignored)",
+    ]
+
+
 async def test_a_bad_keymap_shows_warnings_and_the_app_runs(make_app: AppFactory) -> None:
     app = make_app()
     app.config.keymap = {"no.such": "f9"}

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from helpers.app import until
+from helpers.app import typed_ahead, until
 from textual.widgets import Input, OptionList, TextArea
 
 from tui_agent import Agent, Memory, RunSetAsideError, SqliteStore, create_tool
@@ -25,7 +25,7 @@ from tui_agent.app import app as app_module
 from tui_agent.app.app import AppConfig, TuiAgentApp
 from tui_agent.app.widgets import pane_header, thread_pane
 from tui_agent.app.widgets.approvals_queue import ApprovalsQueue
-from tui_agent.app.widgets.composer import Identity
+from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.store import approvals as store_approvals
 from tui_agent.testing import ScriptedModel
 
@@ -294,6 +294,19 @@ async def test_a_call_waiting_in_another_process_is_answered_from_the_app(
         assert process.returncode == 0, err.decode()
         assert "the tool said deployed to prod x1" in out.decode()
         await until(pilot, lambda: not queue.display, "the answered call gone")
+
+
+async def test_y_typed_right_after_f10_answers_the_call_not_the_composer(agent: Agent) -> None:
+    """Keys typed ahead go where the key before them moved the focus: f10 and y in one burst
+    approve the call (with the focus moved later, y was typed into the composer instead)."""
+    app = app_on(agent)
+    async with app.run_test(size=(160, 40)) as pilot:
+        output = await agent.stream("ship it", memory=THREAD)
+        queue = await waiting(pilot)
+        await typed_ahead(pilot, "f10", "y")
+        await until(pilot, lambda: not queue.display, "the queue emptied")
+        assert (await output.result()).text == "the tool said deployed to prod"
+        assert app.panes[0].query_one(Composer).value == ""  # the y went nowhere else
 
 
 async def test_a_call_waiting_when_the_app_quits_is_answered_in_the_next_app(

@@ -24,6 +24,7 @@ from textual.containers import Container, Horizontal
 from textual.geometry import Size
 from textual.screen import Screen
 
+from tui_agent.app.focus import focus_now
 from tui_agent.app.gc_policy import SWEEPER, freeze_late_imports
 from tui_agent.app.layout import MEDIUM, plan_layout
 from tui_agent.app.theme_files import (
@@ -104,13 +105,16 @@ class TuiAgentApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+o", "open_thread", "Open", id="app.open_thread"),
         Binding("ctrl+r", "swap_thread", "Swap", id="app.swap_thread"),
-        Binding("f8", "close_pane", "Close", id="app.close_pane"),
-        Binding("f6", "focus_pane(1)", "Next pane", id="app.next_pane"),
-        Binding("shift+f6", "focus_pane(-1)", "Prev pane", show=False, id="app.prev_pane"),
+        # The keys that move the focus are priority: the app acts on them as they arrive, so a
+        # key typed right after one goes where it sent the focus (not to the widget it left).
+        Binding("f8", "close_pane", "Close", priority=True, id="app.close_pane"),
+        Binding("f6", "focus_pane(1)", "Next pane", priority=True, id="app.next_pane"),
+        Binding("shift+f6", "focus_pane(-1)", "Prev pane", show=False, priority=True,
+                id="app.prev_pane"),
         Binding("f11", "toggle_maximize", "Maximise", id="app.maximize"),
         Binding("f1", "toggle_help", "Help", id="app.help"),
-        Binding("f2", "toggle_inbox", "Inbox", id="app.toggle_inbox"),
-        Binding("f10", "approvals", "Approvals", show=False, id="app.approvals"),
+        Binding("f2", "toggle_inbox", "Inbox", priority=True, id="app.toggle_inbox"),
+        Binding("f10", "approvals", "Approvals", show=False, priority=True, id="app.approvals"),
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
     ]
 
@@ -451,10 +455,10 @@ class TuiAgentApp(App[int]):
             else:
                 self.inbox_open = True
             self.apply_layout()
-            inbox.inbox_list.focus()
+            focus_now(inbox.inbox_list)
             return
         if not inbox.has_focus_within:
-            inbox.inbox_list.focus()
+            focus_now(inbox.inbox_list)
             return
         if self.plan.inbox == "side":
             self._choose("show_inbox", False)

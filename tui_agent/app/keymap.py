@@ -3,6 +3,7 @@ an unknown id or a clash is a warning in the app, never a crash."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from textual.binding import Binding
@@ -22,28 +23,39 @@ COMPOSER_KEYS = frozenset({
 # Bindings of a widget that has the focus when they fire: the composer's, a tool call's and the
 # transcript's (message actions) are never live at once with the composer's, so they do not clash.
 FOCUS_SCOPES = ("composer.", "tool.", "transcript.")
+# A priority binding is acted on before the focused widget sees the key: on a key you type
+# (a letter, space, enter) it would take that key from the composer. It may only be an f-key or
+# a chord with ctrl, alt or super.
+NOT_TYPED = re.compile(r"(shift\+)?f\d+|(ctrl|alt|super|meta|hyper)\+.+")
 
 
 def binding_ids(scopes: Mapping[str, Iterable[object]]) -> dict[str, tuple[str, str]]:
     """``{binding id: (scope, default keys)}`` for every Binding with an id. A scope is a set
     of bindings live at the same time (the main screen's; a dialog's)."""
-    found: dict[str, tuple[str, str]] = {}
-    for scope, bindings in scopes.items():
-        for binding in bindings:
-            if isinstance(binding, Binding) and binding.id:
-                found[binding.id] = (scope, binding.key)
-    return found
+    return {binding_id: (scope, binding.key) for scope, binding_id, binding in _bindings(scopes)}
+
+
+def _bindings(scopes: Mapping[str, Iterable[object]]) -> list[tuple[str, str, Binding]]:
+    """(scope, id, binding) for every Binding with an id."""
+    return [(scope, binding.id, binding) for scope, bindings in scopes.items()
+            for binding in bindings if isinstance(binding, Binding) and binding.id]
 
 
 def check_keymap(keymap: Mapping[str, str],
                  scopes: Mapping[str, Iterable[object]]) -> tuple[dict[str, str], list[str]]:
     """The entries that can be applied, and one warning per problem."""
     known = binding_ids(scopes)
+    priority = {binding_id for _, binding_id, binding in _bindings(scopes) if binding.priority}
     usable: dict[str, str] = {}
     warnings: list[str] = []
     for binding_id, keys in keymap.items():
         if binding_id not in known:
             warnings.append(f"keymap: unknown binding id {binding_id!r} (ignored)")
+            continue
+        typed = sorted(key for key in _split(keys) if not NOT_TYPED.fullmatch(key))
+        if binding_id in priority and typed:
+            warnings.append(f"keymap: {binding_id} on {', '.join(typed)} would take a key you "
+                            "type; use an f-key or a ctrl/alt chord (ignored)")
             continue
         usable[binding_id] = keys
     effective = {bid: usable.get(bid, default) for bid, (_, default) in known.items()}

@@ -33,6 +33,7 @@ from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 
 from tui_agent.app.approval_feed import ApprovalFeed
+from tui_agent.app.focus import focus_now
 from tui_agent.text import one_line, waited
 
 TICK_S = 1.0  # ages are redrawn this often
@@ -138,7 +139,7 @@ class ApprovalsQueue(Vertical):
         """Put the keyboard focus on the calls (False: none waits)."""
         if not self.feed.records:
             return False
-        self.calls.focus()
+        focus_now(self.calls)
         return True
 
     # -- what is shown -------------------------------------------------------------------------
@@ -253,7 +254,7 @@ class ApprovalsQueue(Vertical):
             line.display = False
             line.value = ""
             if self.feed.records:
-                self.calls.focus()
+                focus_now(self.calls)
 
     def _open_line(self, mode: str, placeholder: str) -> None:
         record = self.current
@@ -264,7 +265,7 @@ class ApprovalsQueue(Vertical):
         line.placeholder = placeholder
         line.value = input_text(record.args) if mode == "edit" else ""
         line.display = True
-        line.focus()
+        focus_now(line)
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
         message.stop()

@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
+from tui_agent.app.focus import focus_now
 from tui_agent.app.transcript import Entry
 from tui_agent.app.widgets.reveal_scroll import (
     answers_rendered,
@@ -100,7 +101,7 @@ class FindBar(Horizontal):
 
     def open(self) -> None:
         self.add_class("-shown")
-        self.query_one(Input).focus()
+        focus_now(self.query_one(Input))
 
     def action_close(self) -> None:
         self.remove_class("-shown")

@@ -39,6 +39,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from tui_agent.app.focus import focus_now
 from tui_agent.app.inbox_feed import InboxFeed
 from tui_agent.app.widgets.inbox_filters import (
     InboxQuery,
@@ -303,11 +304,11 @@ class InboxSidebar(Vertical):
         self.refresh_view()
 
     def action_search(self) -> None:
-        self.query_one("#inbox-search", Input).focus()
+        focus_now(self.query_one("#inbox-search", Input))
 
     def action_escape(self) -> None:
         if self.query_one("#inbox-search", Input).has_focus:
-            self.inbox_list.focus()
+            focus_now(self.inbox_list)
         else:
             self.inbox_list.clear_marks()
 
@@ -333,7 +334,7 @@ class InboxSidebar(Vertical):
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
         message.stop()
-        self.inbox_list.focus()
+        focus_now(self.inbox_list)
 
     @work(exclusive=True, group="inbox-search", exit_on_error=False)
     async def _search(self, text: str) -> None:

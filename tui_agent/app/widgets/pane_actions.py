@@ -17,6 +17,7 @@ from textual.containers import Vertical
 from textual.message import Message
 
 from tui_agent.app import message_actions as rules
+from tui_agent.app.focus import focus_now
 from tui_agent.app.message_actions import CodeTurn, entry_text, quoted
 from tui_agent.app.transcript import Entry
 from tui_agent.app.widgets.composer import Composer
@@ -86,7 +87,7 @@ class PaneActions(Vertical):
 
     def action_select_message(self) -> None:
         view = self._transcript()
-        view.focus()
+        focus_now(view)
         view.select_last()
 
     # -- copy and quote ------------------------------------------------------------------------
@@ -145,7 +146,7 @@ class PaneActions(Vertical):
         """The message as a Markdown quote at the start of the composer, focused to answer."""
         composer = self._composer()
         composer.value = quoted(entry) + composer.value
-        composer.focus()
+        focus_now(composer)
 
     # -- retry ---------------------------------------------------------------------------------
 
@@ -192,7 +193,7 @@ class PaneActions(Vertical):
         composer.value = self.editing.text
         composer.border_title = f"editing your last message · {self.key_for('pane.edit_last')}" \
                                 " cancels"
-        composer.focus()
+        focus_now(composer)
 
     def stop_editing(self, notice: str = "") -> None:
         self.editing = None

@@ -28,6 +28,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static, Tree
 
+from tui_agent.app.focus import focus_now
 from tui_agent.app.widgets.state_tree import (
     Part,
     Path,
@@ -185,7 +186,7 @@ class StatePanel(Vertical):
 
     def focus_panel(self) -> None:
         """Focus the tree in view (the lanes, or the history's value)."""
-        (self._history_tree() if self.history else self._lanes_tree()).focus()
+        focus_now(self._history_tree() if self.history else self._lanes_tree())
 
     @property
     def settled(self) -> bool:
@@ -387,7 +388,7 @@ class StatePanel(Vertical):
         self.add_class("-history")
         self.refresh_bindings()
         self._show_title()
-        self._history_tree().focus()
+        focus_now(self._history_tree())
 
     async def _load_history(self, lane_id: str, keep: int | None = None) -> None:
         entries = await self._source().state_lane_history(lane_id, HISTORY_LIMIT + 1)
@@ -416,7 +417,7 @@ class StatePanel(Vertical):
         self.refresh_bindings()
         self._history_tree().clear()
         self._show_title()
-        self._lanes_tree().focus()
+        focus_now(self._lanes_tree())
 
     def _show_history(self) -> None:
         self._show_history_text()

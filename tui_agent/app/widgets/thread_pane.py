@@ -21,6 +21,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tui_agent.app.bridge import SendRequest, ThreadFeed, run_cost
+from tui_agent.app.focus import focus_now
 from tui_agent.app.layout import Place
 from tui_agent.app.widgets.composer import Composer, Identity
 from tui_agent.app.widgets.find_bar import FindBar, FindClosed
@@ -322,7 +323,7 @@ class ThreadPane(PaneActions):
         self.query_one(Composer).action_toggle_queue()
 
     def focus_composer(self) -> None:
-        self.query_one(Composer).focus()
+        focus_now(self.query_one(Composer))
 
     def set_unread(self, count: int) -> None:
         """Show the thread's unread inbox records (status pending or delivered) in the header."""
