@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.app import AppFactory, drained, pane_of, until
+from helpers.app import AppFactory, drained, pane_of, typed_ahead, until
 from helpers.common import AgentFactory, StoreFactory
 from textual.widgets._toast import Toast
 
@@ -146,7 +146,7 @@ async def test_a_quote_goes_into_the_composer_above_what_you_typed(make_app: App
         await say(pilot, pane, "is it green?", 1)
         composer = pane.query_one(Composer)
         composer.value = "thanks!"
-        await pilot.press("ctrl+up", "q")
+        await typed_ahead(pilot, "ctrl+up", "q")  # q reaches the app before ctrl+up is handled
         assert app.focused is composer
         assert composer.value == "> **demo:**\n> The build is **green**.\n\nthanks!"
 

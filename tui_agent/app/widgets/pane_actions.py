@@ -36,7 +36,9 @@ class PaneActions(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f9", "retry", "Retry", show=False, id="pane.retry"),
         Binding("f4", "edit_last", "Edit last", show=False, id="pane.edit_last"),
-        Binding("ctrl+up", "select_message", "Select msg", show=False,
+        # Priority, as the app's keys that move the focus: a key typed right after it (q, c)
+        # acts on the selected message instead of going into the composer.
+        Binding("ctrl+up", "select_message", "Select msg", show=False, priority=True,
                 id="pane.select_message"),
         Binding("ctrl+l", "pick_model", "Model", show=False, id="pane.pick_model"),
     ]
