@@ -86,3 +86,22 @@ async def test_a_long_subscription_keeps_no_id_per_run(agents: AgentFactory, sto
     sub.unsubscribe()
     assert len(sub._ours) <= REMEMBERED_RUNS  # pyright: ignore[reportPrivateUsage]
     assert len(sub._ended) <= REMEMBERED_RUNS  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_behind_holds_until_every_event_of_a_finished_run_is_handed_out(
+    agents: AgentFactory, store: Store
+) -> None:
+    """A run of this process ended before its subscriber read a word of it: no run is live,
+    yet the subscriber is behind until the run's last event is handed out (what an app checks
+    before it calls its view caught up)."""
+    agent = agents(model=ScriptedModel(["the answer"]), memory=Memory(store=store))
+    sub = await agent.subscribe_to_thread(resource_id=R, thread_id=T)
+    assert not sub.behind  # an idle thread, nothing written
+    await agent.generate("go", memory={"resource": R, "thread": T})
+    assert sub.active_run_id() is None and sub.behind  # ended, and not read
+    types: list[str] = []
+    while not types or types[-1] != "finish":
+        assert sub.behind, f"caught up after {types} only"
+        types.append((await asyncio.wait_for(anext(sub.stream), GUARD_S))["type"])
+    assert not sub.behind
+    sub.unsubscribe()

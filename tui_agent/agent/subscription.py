@@ -61,6 +61,7 @@ class ThreadSubscription:
         self._live_watch: ChangeWatch | None = None
         self._ended: dict[str, None] = {}  # runs whose end this subscriber has read
         self._unread: deque[dict[str, Any]] = deque()  # read from the log, not handed out yet
+        self._reading = False  # a read of the log is under way
         self._last_reap = time.monotonic()
         #: The thread's events from the cursor on, as they come (``async for``); a read that
         #: times out (``asyncio.wait_for(anext(sub.stream), t)``) leaves it usable.
@@ -90,6 +91,15 @@ class ThreadSubscription:
             return stored  # another process's, its start not read yet
         return tracked
 
+    @property
+    def behind(self) -> bool:
+        """Events are known to wait for this subscriber: read and not handed out yet, being read,
+        or appended by this process since its last read (another process's commits, once the
+        store's shared poller has seen them). An app that shows the stream is caught up only
+        when this is False (tests/test_subscription_stream.py::
+        test_behind_holds_until_every_event_of_a_finished_run_is_handed_out)."""
+        return bool(self._unread) or self._reading or (self._wake.is_set() and not self._closed)
+
     def abort(self) -> bool:
         """Abort the thread's live run, in whichever process it runs. True if one was."""
         local = self.agent.runtime.run_on(self.thread_id)
@@ -114,6 +124,10 @@ class ThreadSubscription:
                 await changes.wait()
                 active = await self._store.active_run(self.thread_id)
                 self._stored_run_id = active.run_id if active is not None else None
+                if active is not None and active.owner == self.agent.runtime.owner:
+                    # This process's run, seen through the store (PostgreSQL notifies its own
+                    # commits too): live only while the runtime runs it, not until read.
+                    _remember(self._ours, active.run_id, self._kept())
                 self._ended.clear()  # the store's answer is newer than the ends read so far
                 await asyncio.sleep(LIVE_CHECK_S)  # a streaming run commits often: read less
 
@@ -131,7 +145,11 @@ class ThreadSubscription:
                 self._track(event)
                 return event
             self._wake.clear()
-            events = await self._store.read_events(self.thread_id, self._cursor)
+            self._reading = True
+            try:
+                events = await self._store.read_events(self.thread_id, self._cursor)
+            finally:
+                self._reading = False
             if events:
                 self._unread.extend(events)
                 continue

@@ -206,6 +206,12 @@ class ThreadFeed:
         """A change was posted to the pane and not yet taken."""
         return self._posted
 
+    @property
+    def behind(self) -> bool:
+        """Events are known to wait to be read from the thread's stream (a run that ended
+        before the feed read it is not live, yet not shown either)."""
+        return self._sub is not None and self._sub.behind
+
     def acknowledge(self) -> None:
         """The pane has taken the changes; the next change posts again."""
         self._posted = False

@@ -133,8 +133,10 @@ class ThreadPane(PaneActions):
 
     @property
     def drained(self) -> bool:
-        """Everything the feed has seen is on screen (or buffered, if scrolled up)."""
-        return self.feed.attached and not self._sync_timer and not self.feed.changes_waiting
+        """Everything the thread's stream is known to hold is on screen (or buffered, if
+        scrolled up): read by the feed (a run can end before its events are read), and shown."""
+        return (self.feed.attached and not self._sync_timer and not self.feed.changes_waiting
+                and not self.feed.behind)
 
     def transcript_view(self) -> TranscriptView:
         return self.query_one(TranscriptView)
