@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers.app import AppFactory, until
+from helpers.app import AppFactory, drained, until
 
 from tui_agent.app.layout import MAX_VISIBLE
 from tui_agent.app.screens.thread_picker import ThreadChoice, ThreadPicker, parse_new_thread, rank
@@ -52,6 +52,7 @@ async def test_the_picker_lists_threads_newest_first_with_counts_and_filters_fuz
         await pilot.press("enter")
         await until(pilot, lambda: len(app.panes) == 1 and app.panes[0].feed.attached,
                     "the pane opened")
+        await drained(pilot, app.panes[0], "the pane shown whole, its header too")
         assert app.panes[0].key == "team/standup"
         assert [e.text for e in app.panes[0].feed.transcript.entries] == ["m0", "m1", "m2"]
         assert app.panes[0].header_state.title == "Daily stand-up"

@@ -119,6 +119,7 @@ class ThreadPane(PaneActions):
         self._identity = identity
         self._last_sync = 0.0
         self._sync_timer: Any = None
+        self._syncing = False  # a sync is under way (its widgets and header not all shown yet)
         self._notice_timer: Any = None
         self._sending = 0  # sends whose route is not decided yet
         self._aborting = False  # "aborting…" shows until the run's end arrives
@@ -135,8 +136,8 @@ class ThreadPane(PaneActions):
     def drained(self) -> bool:
         """Everything the thread's stream is known to hold is on screen (or buffered, if
         scrolled up): read by the feed (a run can end before its events are read), and shown."""
-        return (self.feed.attached and not self._sync_timer and not self.feed.changes_waiting
-                and not self.feed.behind)
+        return (self.feed.attached and not self._sync_timer and not self._syncing
+                and not self.feed.changes_waiting and not self.feed.behind)
 
     def transcript_view(self) -> TranscriptView:
         return self.query_one(TranscriptView)
@@ -226,6 +227,13 @@ class ThreadPane(PaneActions):
 
     async def _sync(self) -> None:
         self._sync_timer = None
+        self._syncing = True
+        try:
+            await self._sync_now()
+        finally:
+            self._syncing = False
+
+    async def _sync_now(self) -> None:
         self._last_sync = time.monotonic()
         self.feed.acknowledge()
         view = self.query_one(TranscriptView)
