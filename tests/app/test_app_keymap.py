@@ -48,6 +48,7 @@ def test_a_key_that_moves_the_focus_may_not_be_a_key_you_type() -> None:
         {"app.approvals": "a", "app.toggle_inbox": "ctrl+i,space",
          "app.next_pane": "alt+n,shift+f5"}, binding_scopes())
     assert usable == {"app.next_pane": "alt+n,shift+f5"}
+    assert check_keymap({"inbox.search": "question_mark"}, binding_scopes())[1] == []
     assert warnings == [
         "keymap: app.approvals on a would take a key you type; use an f-key or a ctrl/alt chord"
         " (ignored)",

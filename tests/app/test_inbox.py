@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.app import AppFactory, until
+from helpers.app import AppFactory, typed_ahead, until
 from helpers.common import AgentFactory, StoreFactory
 from textual.app import App, ComposeResult
 from textual.widgets import Input
@@ -350,6 +350,27 @@ async def test_search_as_you_type_goes_through_search_notifications(
                     and sidebar.inbox_list.rows[0].status == "seen", "seen, still matching")
         field.value = ""
         await until(pilot, lambda: len(summaries(app)) == 3, "everything again")
+
+
+async def test_words_typed_right_after_the_slash_go_into_the_search_not_to_the_list(
+    make_app: AppFactory,
+) -> None:
+    """"/deploy" in one burst searches for "deploy": with the focus moved later, its "d"
+    dismissed the cursor's record and its "p" cycled the priority filter. A "/" typed in the
+    search field is a "/" there."""
+    app = make_app(notifications=POLICY)
+    agent = app.config.agent
+    records = [await notify(agent, "Deploy to prod failed", kind="deploy"),
+               await notify(agent, "build 12 passed")]
+    async with app.run_test(size=(160, 48)) as pilot:
+        sidebar = await open_inbox(pilot, shown=2)
+        await typed_ahead(pilot, "slash", *"deploy")
+        field = sidebar.query_one("#inbox-search", Input)
+        await until(pilot, lambda: summaries(app) == ["Deploy to prod failed"], "one match")
+        assert field.value == "deploy" and app.focused is field
+        assert await statuses(agent, records) == ["pending", "pending"]  # none dismissed
+        await typed_ahead(pilot, "slash")
+        assert field.value == "deploy/"
 
 
 # -- live ----------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from tui_agent.app.app import TuiAgentApp
 from tui_agent.app.widgets.thread_pane import ThreadPane
 
 AppFactory = Callable[..., TuiAgentApp]
+KEY_CHARACTERS = {"slash": "/", "space": " ", "full_stop": ".", "comma": ","}  # typed_ahead's
 
 
 async def until(
@@ -48,7 +49,7 @@ async def typed_ahead(pilot: Any, *keys: str) -> None:
     waits between keys until the app looks idle, and on a busy machine it looks idle too soon:
     this is that case made certain, so a test of it cannot pass by luck."""
     for key in keys:
-        event = events.Key(key, key if len(key) == 1 else None)
+        event = events.Key(key, KEY_CHARACTERS.get(key, key if len(key) == 1 else None))
         event.set_sender(pilot.app)
         pilot.app.post_message(event)
     await pilot.pause()

@@ -23,9 +23,10 @@ COMPOSER_KEYS = frozenset({
 # Bindings of a widget that has the focus when they fire: the composer's, a tool call's and the
 # transcript's (message actions) are never live at once with the composer's, so they do not clash.
 FOCUS_SCOPES = ("composer.", "tool.", "transcript.")
-# A priority binding is acted on before the focused widget sees the key: on a key you type
-# (a letter, space, enter) it would take that key from the composer. It may only be an f-key or
-# a chord with ctrl, alt or super.
+# A priority binding is acted on before the focused widget sees the key: one of the main
+# screen's, on a key you type (a letter, space, enter), would take that key from the composer.
+# It may only be an f-key or a chord with ctrl, alt or super. (The inbox's "/" is priority too,
+# but only where the inbox has the focus, and off in its search field.)
 NOT_TYPED = re.compile(r"(shift\+)?f\d+|(ctrl|alt|super|meta|hyper)\+.+")
 
 
@@ -53,7 +54,7 @@ def check_keymap(keymap: Mapping[str, str],
             warnings.append(f"keymap: unknown binding id {binding_id!r} (ignored)")
             continue
         typed = sorted(key for key in _split(keys) if not NOT_TYPED.fullmatch(key))
-        if binding_id in priority and typed:
+        if binding_id in priority and known[binding_id][0] == "main" and typed:
             warnings.append(f"keymap: {binding_id} on {', '.join(typed)} would take a key you "
                             "type; use an f-key or a ctrl/alt chord (ignored)")
             continue

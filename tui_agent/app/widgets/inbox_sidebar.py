@@ -98,7 +98,9 @@ class InboxSidebar(Vertical):
         Binding("d", "act('dismiss')", "Dismiss", id="inbox.dismiss"),
         Binding("a", "act('archive')", "Archive", id="inbox.archive"),
         Binding("space", "mark", "Mark", id="inbox.mark"),
-        Binding("slash", "search", "Search", id="inbox.search"),
+        # Priority, so the words typed right after it go into the search field, not to the
+        # list's keys ("/deploy": d would dismiss); the list's only (check_action).
+        Binding("slash", "search", "Search", priority=True, id="inbox.search"),
         Binding("escape", "escape", "Back", show=False, id="inbox.escape"),
         Binding("p", "cycle('min_priority')", "Priority", show=False, id="inbox.priority"),
         Binding("t", "cycle('status')", "Status", show=False, id="inbox.status"),
@@ -302,6 +304,12 @@ class InboxSidebar(Vertical):
     def action_toggle_scope(self) -> None:
         self.mine = not self.mine
         self.refresh_view()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``/`` is the list's: typed in the search field it is a character of the search
+        (Textual leaves the keys an Input takes to it, but does not know "slash" for one: 8.2),
+        and the approvals queue above has keys of its own."""
+        return action != "search" or self.inbox_list.has_focus
 
     def action_search(self) -> None:
         focus_now(self.query_one("#inbox-search", Input))
