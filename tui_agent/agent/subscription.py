@@ -124,10 +124,6 @@ class ThreadSubscription:
                 await changes.wait()
                 active = await self._store.active_run(self.thread_id)
                 self._stored_run_id = active.run_id if active is not None else None
-                if active is not None and active.owner == self.agent.runtime.owner:
-                    # This process's run, seen through the store (PostgreSQL notifies its own
-                    # commits too): live only while the runtime runs it, not until read.
-                    _remember(self._ours, active.run_id, self._kept())
                 self._ended.clear()  # the store's answer is newer than the ends read so far
                 await asyncio.sleep(LIVE_CHECK_S)  # a streaming run commits often: read less
 
