@@ -106,7 +106,8 @@ class TuiAgentApp(App[int]):
         Binding("ctrl+o", "open_thread", "Open", id="app.open_thread"),
         Binding("ctrl+r", "swap_thread", "Swap", id="app.swap_thread"),
         # The keys that move the focus are priority: the app acts on them as they arrive, so a
-        # key typed right after one goes where it sent the focus (not to the widget it left).
+        # key typed right after f2/f10 goes where it sent the focus (not to the widget it
+        # left); f6/f8 still focus the next composer after a refresh (``_focus``).
         Binding("f8", "close_pane", "Close", priority=True, id="app.close_pane"),
         Binding("f6", "focus_pane(1)", "Next pane", priority=True, id="app.next_pane"),
         Binding("shift+f6", "focus_pane(-1)", "Prev pane", show=False, priority=True,
