@@ -292,3 +292,49 @@ async def test_an_idle_rescuer_does_not_look_until_something_changes(tmp_path: P
         await agent.close()
         await store.close()
         await other.close()
+
+
+async def test_messages_queued_behind_this_process_s_own_run_do_not_make_the_rescuer_look(
+    tmp_path: Path,
+) -> None:
+    """A look reads every waiting signal, so a burst queued behind a run this process runs
+    (which starts their runs itself when it ends) must not poke the rescuer; a message queued
+    behind another process's run does (that owner may die)."""
+    import asyncio
+
+    from tui_agent import Agent, Memory, SqliteStore
+    from tui_agent.testing import ScriptedModel
+
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    async def held(messages: list[dict[str, Any]], tools: Any) -> str:
+        if not entered.is_set():
+            entered.set()
+            await gate.wait()
+        return "ok"
+
+    store, other_store = SqliteStore(tmp_path / "q.db"), SqliteStore(tmp_path / "q.db")
+    agent = Agent(name="q", instructions="x", model=ScriptedModel(handler=held),
+                  memory=Memory(store=store))
+    other = Agent(name="q", instructions="x", model=ScriptedModel(replies=["ok"]),
+                  memory=Memory(store=other_store))
+    try:
+        woken = await agent.send_message("hold", **THREAD).accepted
+        await asyncio.wait_for(entered.wait(), GUARD_S)
+        rescuer = agent.runtime.rescuer
+        assert rescuer is not None
+        queued = [agent.queue_message(f"q{i}", **THREAD).accepted for i in range(50)]
+        assert {d["action"] for d in await asyncio.gather(*queued)} == {"deliver"}
+        assert rescuer.pokes == 0
+
+        await other.queue_message("from elsewhere", **THREAD).accepted
+        other_rescuer = other.runtime.rescuer
+        assert other_rescuer is not None and other_rescuer.pokes == 1
+        gate.set()
+        await asyncio.wait_for(woken["output"].result(), GUARD_S)
+    finally:
+        gate.set()
+        await other.close()
+        await agent.close()
+        await store.close()
+        await other_store.close()

@@ -48,10 +48,12 @@ class Rescuer:
         self._rescue = rescue
         self._told = asyncio.Event()  # a change, a poke: look again
         self.looks = 0  # outlooks read (a test and the benchmark count them)
+        self.pokes = 0  # times told to look by this process's sends (a test counts them)
 
     def poke(self) -> None:
         """Something this process did may strand signals (it delivered into a run of another
         process): look again now."""
+        self.pokes += 1
         self._told.set()
 
     async def run(self) -> None:

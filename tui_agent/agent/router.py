@@ -308,13 +308,15 @@ def _decision(agent: AgentCore, result: RouteResult, signal_id: str) -> dict[str
     """The receipt's answer for a decision other than a wake (of signal ``signal_id``)."""
     runtime = agent.runtime
     if result.action == "deliver":
-        if result.run_id is None or runtime.run(result.run_id) is None:
+        waits_on = result.behind or result.run_id  # a queued signal waits on the live run
+        if waits_on is None or runtime.run(waits_on) is None:
             runtime.ensure_dispatcher()
             runtime.rescue_soon()  # a run of another process, which may be dead: when to look
             if result.run_id is not None:  # or a woken run of ours not started yet
                 runtime.delivered(result.run_id, signal_id)
-        # else a live run of this process, which started the dispatcher when it started (a
-        # burst delivers hundreds into it: no check each)
+        # else a live run of this process, which started the dispatcher when it started and
+        # starts the queued runs behind it when it ends (a burst delivers or queues hundreds:
+        # no check each)
         return {"action": "deliver", "run_id": result.run_id}
     runtime.ensure_dispatcher()
     return {"action": result.action}

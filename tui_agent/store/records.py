@@ -268,6 +268,9 @@ class RouteResult:
     #: A wake routed with ``claim_on_wake``: its run's start, claimed in the same transaction
     #: (``Store.claim_wake``'s answer), so the run goes to its model call with no round trip.
     started: WakeStart | None = None
+    #: A queued signal's: the live run it waits behind (``run_id`` is its own run, not started
+    #: yet). The sender pokes the rescuer only when that run is not its own.
+    behind: str | None = None
 
 
 @dataclass(slots=True)

@@ -476,7 +476,7 @@ def route_signal(
     if queue and if_active == "deliver":  # persist/discard are honoured as for a send
         run_id = new_id()
         yield from insert_signal(d, thread_id, resource_id, active_signal, "queued", run_id)
-        return RouteResult("deliver", run_id)
+        return RouteResult("deliver", run_id, behind=live[0])
     if if_active == "deliver":
         yield from insert_signal(d, thread_id, resource_id, active_signal, "pending", live[0])
         return RouteResult("deliver", live[0])
@@ -584,7 +584,7 @@ def route_signals(d: Dialect, calls: Sequence[RouteCall]) -> Txn[list[RouteResul
                 queued_run = new_id()
                 rows.append(signal_row(
                     d, thread_id, resource_id, signal, "queued", queued_run, now, spilled))
-                results.append(RouteResult("deliver", queued_run))
+                results.append(RouteResult("deliver", queued_run, behind=delivered.run_id))
                 continue
             data = signal.data_json
             if data is None or signal.derived_message is False or (
