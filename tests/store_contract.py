@@ -567,6 +567,12 @@ class StoreContract:
         queued = await self._route(store, "later", queue=True)
         assert queued.action == "deliver" and queued.run_id != first.run_id
         assert [w["status"] for w in await store.waiting_signals(T)] == ["pending", "queued"]
+        assert queued.behind == first.run_id  # what its sender tells its rescuer by
+        options: dict[str, Any] = {"if_active": "deliver", "if_idle": "wake", "owner": OWNER,
+                                   "ttl_s": 30, "queue": True}
+        burst = await asyncio.gather(  # the group commit's batch form says it too
+            *[store.route_signal_soon(T, R, user_signal(f"q{i}"), **options) for i in range(3)])
+        assert [r.behind for r in burst] == [first.run_id] * 3
         await store.claim_signals(T, R, first.run_id)
         outcome = await store.finish_run(T, R, first.run_id, owner=OWNER, status="finished",
                                          finish_reason="stop", events=[EventIn("finish")])
