@@ -9,10 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers.app import AppFactory, drained, until
+from helpers.app import AppFactory, drained, typed_ahead, until
 
 from tui_agent.app.layout import MAX_VISIBLE
 from tui_agent.app.screens.thread_picker import ThreadChoice, ThreadPicker, parse_new_thread, rank
+from tui_agent.app.widgets.composer import Composer
 from tui_agent.app.widgets.thread_pane import ThreadPane
 
 
@@ -117,6 +118,27 @@ async def test_four_panes_share_the_screen_and_a_fifth_hides_the_least_recent(
         await pilot.press("f6", "f6")
         await until(pilot, lambda: app.focused_pane() is first and first.display,
                     "the hidden pane shown again")
+
+
+async def test_words_typed_right_after_f6_or_f8_go_to_the_pane_the_focus_went_to(
+    make_app: AppFactory,
+) -> None:
+    """f6 and f8 move the keyboard focus to a composer as they are handled, not a refresh
+    later: what is typed right behind them (one read of the terminal) lands there."""
+    app = make_app(threads=[("me", "left"), ("me", "middle"), ("me", "right")])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all(p.feed.attached for p in app.panes), "three panes")
+        left, middle, right = app.panes
+        assert app.focused is right.query_one(Composer)
+        await typed_ahead(pilot, "f6", *"hi")  # from the last pane round to the first
+        assert left.query_one(Composer).value == "hi"
+        assert right.query_one(Composer).value == ""
+        await typed_ahead(pilot, "f8", *"yo")  # closes the left pane: the focus goes on
+        await until(pilot, lambda: not left.is_attached, "the left pane closed")
+        composers = {p.key: p.query_one(Composer).value for p in (middle, right)}
+        assert sorted(composers.values()) == ["", "yo"], composers
+        assert app.focused_pane() is not None
+        assert app.focused_pane().query_one(Composer).value == "yo"
 
 
 async def test_focus_moves_by_click_maximise_and_close(make_app: AppFactory) -> None:

@@ -106,8 +106,8 @@ class TuiAgentApp(App[int]):
         Binding("ctrl+o", "open_thread", "Open", id="app.open_thread"),
         Binding("ctrl+r", "swap_thread", "Swap", id="app.swap_thread"),
         # The keys that move the focus are priority: the app acts on them as they arrive, so a
-        # key typed right after f2/f10 goes where it sent the focus (not to the widget it
-        # left); f6/f8 still focus the next composer after a refresh (``_focus``).
+        # key typed right after f2/f6/f8/f10 goes where it sent the focus (not to the widget it
+        # left; ``_focus`` focuses a mounted pane's composer at once).
         Binding("f8", "close_pane", "Close", priority=True, id="app.close_pane"),
         Binding("f6", "focus_pane(1)", "Next pane", priority=True, id="app.next_pane"),
         Binding("shift+f6", "focus_pane(-1)", "Prev pane", show=False, priority=True,
@@ -317,7 +317,11 @@ class TuiAgentApp(App[int]):
             each.focused = each is pane
         if to_composer:
             self._focus_pending = pane
-            self.call_after_refresh(self._focus_composer, pane)
+            if pane.is_attached and pane.composer_mounted:
+                pane.focus_composer()  # now: a key typed right behind f6/f8 lands there
+                self.call_after_refresh(self._focus_landed, pane)
+            else:  # a pane still being mounted: once it is
+                self.call_after_refresh(self._focus_composer, pane)
         self.apply_layout()  # the state panel goes with the focus
 
     def _focus_composer(self, pane: ThreadPane) -> None:

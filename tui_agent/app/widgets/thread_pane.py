@@ -335,6 +335,12 @@ class ThreadPane(PaneActions):
     def focus_composer(self) -> None:
         focus_now(self.query_one(Composer))
 
+    @property
+    def composer_mounted(self) -> bool:
+        """Whether the composer can take the focus now (a new pane's is mounted later)."""
+        found = self.query(Composer)
+        return bool(found) and found.first().is_mounted
+
     def set_unread(self, count: int) -> None:
         """Show the thread's unread inbox records (status pending or delivered) in the header."""
         if count != self.header_state.unread:
