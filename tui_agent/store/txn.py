@@ -11,12 +11,12 @@ The functions below are those transactions as ``body(conn, *args)`` on a ``sqlit
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import wraps
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, Concatenate, ParamSpec, TypeVar, TypeVarTuple
+from typing import Any, Concatenate, Final, ParamSpec, TypeVar, TypeVarTuple
 
 import tui_agent.store.compound as compound_writes
 import tui_agent.store.writes as writes
@@ -44,7 +44,11 @@ def drive(conn: Conn, txn: Txn[T]) -> T:
         statement = next(txn)
         while True:
             if statement.many:
-                conn.executemany(statement.sql, statement.args)  # pyright: ignore[reportArgumentType]
+                rows: Sequence[Any] = statement.args
+                if statement.copy_into is not None and len(rows) >= MULTI_ROWS[-1]:
+                    insert_rows(conn, statement.copy_into, rows)
+                else:
+                    conn.executemany(statement.sql, rows)
                 result: object = None
             elif statement.rows:
                 result = conn.execute(statement.sql, statement.args).fetchall()
@@ -54,6 +58,37 @@ def drive(conn: Conn, txn: Txn[T]) -> T:
     except StopIteration as done:
         returned: T = done.value
         return returned
+
+
+# The row counts of a multi-row INSERT (largest first): a burst's rows go in as few statements
+# as these sizes allow, and SQLite's statement cache holds one statement of each size.
+MULTI_ROWS: Final = (64, 16, 4)
+_MULTI_SQL: dict[tuple[str, int], str] = {}
+
+
+def insert_rows(conn: Conn, into: tuple[str, tuple[str, ...]], rows: Sequence[Any]) -> None:
+    """Insert ``rows`` into (table, columns), in order: as multi-row ``INSERT … VALUES (…),
+    (…)`` statements of ``MULTI_ROWS`` rows, the rest one at a time. What ``executemany`` of
+    the one-row statement stores (the same rows, the same order, AUTOINCREMENT included),
+    in about half the time for a burst of signals (one statement runs the row loop in SQLite,
+    not Python; ``benchmarks/bench_signal_speed.py``). A failure fails the whole call, as it
+    does for the transaction around it (tests/test_group_commit.py)."""
+    table, columns = into
+    start, count = 0, len(rows)
+    for size in MULTI_ROWS:
+        while count - start >= size:
+            sql = _MULTI_SQL.get((table, size))
+            if sql is None:
+                one = "(" + ",".join("?" * len(columns)) + ")"
+                sql = _MULTI_SQL[(table, size)] = (
+                    f"INSERT INTO {table}({', '.join(columns)}) VALUES "
+                    + ",".join([one] * size))
+            conn.execute(sql, [value for row in rows[start:start + size] for value in row])
+            start += size
+    if start < count:
+        one_row = f"INSERT INTO {table}({', '.join(columns)}) VALUES (" + ",".join(
+            "?" * len(columns)) + ")"
+        conn.executemany(one_row, rows[start:])
 
 
 def on_sqlite(
