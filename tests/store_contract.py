@@ -349,6 +349,31 @@ class StoreContract:
         assert await store.rescue_stranded(other, owner="o", ttl_s=30) is not None
         assert (await store.rescue_outlook())[0] is False
 
+    async def test_a_look_finds_every_stranded_thread_among_threads_with_many_waiting(
+        self, store: Store
+    ) -> None:
+        """The look walks the threads signals wait on (not each signal): a stranded thread
+        is found before, between and after threads whose many signals wait behind a live
+        run, pending or queued."""
+        options: dict[str, Any] = {"if_active": "deliver", "if_idle": "wake"}
+        for thread, owner, ttl in (("a", "gone", DEAD_TTL), ("b", OWNER, 30),
+                                   ("c", "gone", DEAD_TTL), ("d", OWNER, 30),
+                                   ("e", "gone", DEAD_TTL)):
+            await store.route_signal(thread, R, user_signal(f"{thread} wakes"), owner=owner,
+                                     ttl_s=ttl, **options)
+        for thread in ("b", "d"):  # many waiting behind the live runs
+            await asyncio.gather(*[
+                store.route_signal_soon(thread, R, user_signal(f"{thread}{i}"), owner=OWNER,
+                                        ttl_s=30, queue=i % 2 == 0, **options)
+                for i in range(12)])
+        assert sorted(await store.stranded_threads()) == ["a", "c", "e"]
+        stranded, due_in = await store.rescue_outlook()
+        assert stranded and due_in is not None and 25 < due_in <= 30
+        for thread in ("a", "c", "e"):
+            assert await store.rescue_stranded(thread, owner=OWNER, ttl_s=30) is not None
+        assert await store.stranded_threads() == []
+        assert (await store.rescue_outlook())[0] is False
+
     async def test_claim_with_history_reads_the_history_then_takes_the_signals(
         self, store: Store
     ) -> None:

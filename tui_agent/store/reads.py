@@ -50,6 +50,24 @@ _HELD: Final = (
     "AND (l.expires_at > {now} OR EXISTS (SELECT 1 FROM tool_approvals a"
     " WHERE a.run_id=l.run_id AND a.taken_by IS NULL))"
 )
+# The threads that signals wait on (pending or queued), one row each (``waiting.thread_id``; a
+# NULL row ends each status's walk): a loose scan of ``signals_by_status`` that skips from one
+# thread to the next, so a look costs an index probe per thread that signals wait on, not one
+# per waiting signal (thousands may be queued behind one run, and a watching process looks at
+# every commit of another).
+_WAITING_THREADS: Final = (
+    "WITH RECURSIVE waiting(status, thread_id) AS ("
+    "SELECT CAST('pending' AS TEXT), (SELECT MIN(thread_id) FROM signals WHERE status='pending')"
+    " UNION ALL"
+    " SELECT CAST('queued' AS TEXT), (SELECT MIN(thread_id) FROM signals WHERE status='queued')"
+    " UNION ALL"
+    " SELECT w.status, (SELECT MIN(s.thread_id) FROM signals s WHERE s.status=w.status"
+    " AND s.thread_id > w.thread_id) FROM waiting w WHERE w.thread_id IS NOT NULL) "
+)
+_STRANDED: Final = (
+    "FROM waiting w WHERE w.thread_id IS NOT NULL"
+    f" AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=w.thread_id {_HELD})"
+)
 # The lease ``l``'s run was answered on every call it waits on and has not taken the answers:
 # it goes on, in its owner or (its owner dead) in whoever takes it over (a rescue pass).
 _ANSWERED: Final = (
@@ -208,11 +226,10 @@ class RunReads:
         return bool(row and row[0])
 
     async def stranded_threads(self) -> list[str]:
-        """Threads with signals waiting (pending or queued) and no live lease: one read on the
-        ``signals_waiting`` index."""
+        """Threads with signals waiting (pending or queued) and no live lease: one read, a
+        probe of the status index per thread that signals wait on (``_WAITING_THREADS``)."""
         found = await self.database.rows(
-            "SELECT DISTINCT s.thread_id FROM signals s WHERE s.status IN ('pending', 'queued')"
-            f" AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id {_HELD})",
+            f"{_WAITING_THREADS}SELECT DISTINCT w.thread_id {_STRANDED}",
             self.database.dialect.now_args(),
         )
         return [row[0] for row in found]
@@ -220,12 +237,12 @@ class RunReads:
     async def rescue_outlook(self) -> tuple[bool, float | None]:
         """(whether signals wait with no live lease now, seconds until the first live lease
         that signals wait behind runs out — None if there is none): what the rescuer needs to
-        know when to look again, in one read on the ``signals_waiting`` index. The seconds are
-        by the store's clock (the server's, on PostgreSQL)."""
+        know when to look again, in one read: a probe of the status index per thread that
+        signals wait on (``_WAITING_THREADS``), one per lease. The seconds are by the store's
+        clock (the server's, on PostgreSQL)."""
         now = self.database.dialect.now_args()
         found = await self.database.rows(
-            "SELECT EXISTS (SELECT 1 FROM signals s WHERE s.status IN ('pending', 'queued')"
-            f" AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id=s.thread_id {_HELD})),"
+            f"{_WAITING_THREADS}SELECT EXISTS (SELECT 1 {_STRANDED}),"
             " (SELECT MIN(l.expires_at) FROM leases l WHERE l.expires_at > {now} AND (EXISTS"
             " (SELECT 1 FROM signals s WHERE s.thread_id=l.thread_id"
             f" AND s.status IN ('pending', 'queued')) OR EXISTS ({_ANSWERED}))) - {{now}},"
