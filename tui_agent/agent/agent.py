@@ -13,10 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from tui_agent._util import as_dict, json_round_trip, maybe_await
-from tui_agent.agent import approvals
+from tui_agent.agent import approvals, editor
 from tui_agent.agent.approvals import ApprovalAnswer
 from tui_agent.agent.checks import (
-    EDITOR_FIELDS,
     check_agents,
     check_context_schema,
     check_description,
@@ -30,6 +29,7 @@ from tui_agent.agent.checks import (
     named,
     static_or_fn,
 )
+from tui_agent.agent.delegates import subagent_tool, workflow_tool
 from tui_agent.agent.inputs import check_memory_target, check_run_id, input_messages
 from tui_agent.agent.instructions import check_instructions, resolve_instructions
 from tui_agent.agent.options import RunOptions, parse_hooks, parse_run_options
@@ -49,9 +49,8 @@ from tui_agent.errors import ConfigError, ProcessorError, RequestContextError, T
 from tui_agent.models.resolve import resolve_model, validate_model_spec
 from tui_agent.notifications import inbox
 from tui_agent.notifications.policy import NotificationsConfig, parse_notifications_config
-from tui_agent.signals.limits import as_given_dict, as_mapping
 from tui_agent.state import lanes
-from tui_agent.tools import Tool, create_tool
+from tui_agent.tools import Tool
 
 if TYPE_CHECKING:
     from tui_agent.agent.checks import ContextSchema
@@ -313,14 +312,14 @@ class Agent:
                 validate_model_spec(chosen)
             stored = known.overrides or {}
         model = await self._resolve_model(context, chosen)
-        edits = self._allowed_overrides(stored)  # the editor's, stored per agent
+        edits = editor.allowed_overrides(self.editor, stored)  # the editor's, stored per agent
         instructions = edits.get("instructions", self.instructions)
         if options.instructions is not None:  # the call's own wins
             instructions = options.instructions
         system = await resolve_instructions(instructions, context)
         tools = await self._resolve_tools(context, options.tools_override)
         if "tools" in edits and options.tools_override is None:
-            tools = _with_stored_tool_edits(tools, edits["tools"])
+            tools = editor.with_stored_tool_edits(tools, edits["tools"])
         specs = [tool.spec(name) for name, tool in tools.items()]
         plan = RunPlan(model, system, tools, specs, options, input_messages)
         plan.memory = memory
@@ -356,11 +355,11 @@ class Agent:
         tools = dict(tools)
         agents = await _per_run(self.agents, context, _check_agents)
         for key, agent in agents.items():
-            tools.setdefault(f"agent-{key}", _subagent_tool(key, agent))
+            tools.setdefault(f"agent-{key}", subagent_tool(key, agent))
         workflows = await _per_run(self.workflows, context, check_workflows)
         for key, workflow in workflows.items():
             if callable(workflow):
-                tools.setdefault(f"workflow-{key}", _workflow_tool(key, workflow))
+                tools.setdefault(f"workflow-{key}", workflow_tool(key, workflow))
         return tools
 
     def _validate_request_context(self, context: RequestContext) -> None:
@@ -446,26 +445,7 @@ class Agent:
     def apply_editor_overrides(self, overrides: dict[str, Any]) -> Agent:
         """A copy of this agent with an editor's overrides, within what ``editor`` allows.
         ``id``, ``name`` and ``model`` are code-owned: dropped, as the reference does."""
-        from copy import copy
-
-        overrides = _without_code_owned(overrides)
-        unknown = set(overrides) - set(EDITOR_FIELDS)
-        if unknown:
-            raise ConfigError(f"unknown editor override(s) {sorted(unknown)}")
-        allowed = self.editor
-        if allowed is False:
-            if overrides:
-                raise ConfigError(f"agent {self.id!r} is locked (editor=False)")
-            return copy(self)  # nothing to edit (tests/test_agent_construction.py)
-        edited = copy(self)  # with its own runtime (__copy__)
-        if "instructions" in overrides:
-            if not allowed.get("instructions", False):
-                raise ConfigError(f"agent {self.id!r} does not allow editing instructions")
-            check_instructions(overrides["instructions"])
-            edited.instructions = overrides["instructions"]
-        if "tools" in overrides:
-            edited.tools = _edit_tools(self, allowed.get("tools", False), overrides["tools"])
-        return edited
+        return editor.apply_overrides(self, overrides)
 
     async def save_editor_overrides(self, overrides: dict[str, Any]) -> dict[str, Any]:
         """Store an editor's overrides for this agent (by ``id``) in its memory's store,
@@ -473,7 +453,7 @@ class Agent:
         (strings or system messages) and ``tools`` as ``{name: {"description": ...}}`` or
         ``{name: None}`` (remove), within what ``editor=`` allows. ``id``, ``name`` and
         ``model`` are dropped (code-owned). Returns what was stored."""
-        stored = _storable_overrides(self, _without_code_owned(overrides))
+        stored = editor.storable_overrides(self, editor.without_code_owned(overrides))
         await self._overrides_store().set_agent_overrides(self.id, stored)
         return stored
 
@@ -496,21 +476,6 @@ class Agent:
         if memory is None or self.editor is False:
             return {}
         return await memory.store.get_agent_overrides(self.id) or {}
-
-    def _allowed_overrides(self, stored: dict[str, Any]) -> dict[str, Any]:
-        """What is stored for this agent, narrowed to what ``editor=`` allows now."""
-        if self.editor is False or not stored:
-            return {}
-        allowed: dict[str, Any] = {}
-        if "instructions" in stored and self.editor.get("instructions", False):
-            allowed["instructions"] = stored["instructions"]
-        tools_allowed = self.editor.get("tools", False)
-        if "tools" in stored and tools_allowed:
-            full = tools_allowed is True
-            allowed["tools"] = {
-                name: change for name, change in stored["tools"].items() if full or change
-            }
-        return allowed
 
     # -- signals, subscriptions, state, notifications -----------------------------------------
 
@@ -679,121 +644,3 @@ def _output_processors(processors: object) -> list[Any]:
 
 def _check_agents(agents: object) -> dict[str, Agent]:
     return check_agents(agents, Agent)
-
-
-
-
-
-
-
-
-_CODE_OWNED = ("id", "name", "model")
-
-
-def _without_code_owned(overrides: object) -> dict[str, Any]:
-    """An editor's overrides without the code-owned fields (the reference drops them)."""
-    given = as_mapping(overrides)
-    if given is None:
-        raise ConfigError(f"editor overrides must be a dict, not {type(overrides).__name__}")
-    return {key: value for key, value in given.items() if key not in _CODE_OWNED}
-
-
-def _storable_overrides(agent: Agent, overrides: dict[str, Any]) -> dict[str, Any]:
-    """Checks what ``save_editor_overrides`` may store: the permission, then the forms (plain
-    data only — a stored override cannot hold code)."""
-    agent.apply_editor_overrides(overrides)  # the permission and the forms, as for a copy
-    stored: dict[str, Any] = {}
-    if "instructions" in overrides:
-        instructions = overrides["instructions"]
-        if callable(instructions):
-            raise ConfigError("stored instructions must be text or system messages, not code")
-        stored["instructions"] = instructions
-    if "tools" in overrides:
-        tools: dict[str, Any] = {}
-        for name, change in dict(overrides["tools"]).items():
-            if isinstance(change, Tool):
-                raise ConfigError(
-                    f"tool override {name!r}: a Tool is code and cannot be stored; store "
-                    "{'description': ...} or None, or use apply_editor_overrides()"
-                )
-            tools[name] = None if change is None else {"description": change["description"]}
-        stored["tools"] = tools
-    json_round_trip(stored)  # plain JSON, or a clear error now
-    return stored
-
-
-def _with_stored_tool_edits(tools: dict[str, Tool], edits: dict[str, Any]) -> dict[str, Tool]:
-    """A run's tools with the stored descriptions and removals (a tool the code no longer has
-    is skipped: code wins)."""
-    from dataclasses import replace
-
-    edited = dict(tools)
-    for name, change in edits.items():
-        if name not in edited:
-            continue
-        if change is None:
-            del edited[name]
-        else:
-            edited[name] = replace(edited[name], description=change["description"])
-    return edited
-
-
-def _edit_tools(agent: Agent, allowed: Any, changes: Any) -> dict[str, Tool]:
-    """Editor tool overrides: ``{name: {"description": ...} | None(remove) | Tool(add)}``."""
-    if not allowed:
-        raise ConfigError(f"agent {agent.id!r} does not allow editing tools")
-    only = as_given_dict(allowed)
-    descriptions_only = only is not None
-    if only is not None and not only.get("description"):
-        raise ConfigError(f"agent {agent.id!r} does not allow editing tools")
-    if callable(agent.tools):
-        raise ConfigError("tools given as a callable cannot be edited")
-    tools = dict(agent.tools)
-    edits: dict[str, Any] = dict(changes)
-    for name, change in edits.items():
-        described = as_given_dict(change)
-        if described is not None and set(described) <= {"description"}:
-            if name not in tools:
-                raise ConfigError(f"no tool {name!r} to describe")
-            from dataclasses import replace
-
-            tools[name] = replace(tools[name], description=change["description"])
-        elif descriptions_only:
-            raise ConfigError(f"agent {agent.id!r} allows editing tool descriptions only")
-        elif change is None:
-            tools.pop(name, None)
-        elif isinstance(change, Tool):
-            tools[name] = change
-        else:
-            raise ConfigError(f"tool override {name!r} must be {{'description'}}, None or a Tool")
-    return tools
-
-
-def _subagent_tool(key: str, agent: Agent) -> Tool:
-    async def ask(tool_input: dict[str, Any], context: Any) -> str:
-        result = await agent.generate(tool_input["prompt"], request_context=context.request_context)
-        return result.text
-
-    return create_tool(
-        id=f"agent-{key}",
-        description=agent.description or f"Ask the agent {agent.name!r}; give it a prompt.",
-        input_schema={
-            "type": "object",
-            "properties": {"prompt": {"type": "string"}},
-            "required": ["prompt"],
-        },
-        execute=ask,
-    )
-
-
-def _workflow_tool(key: str, workflow: Callable[..., Any]) -> Tool:
-    async def run(tool_input: dict[str, Any]) -> Any:
-        return await maybe_await(workflow(tool_input.get("input_data")))
-
-    return create_tool(
-        id=f"workflow-{key}",
-        description=getattr(workflow, "__doc__", None) or f"Run the workflow {key!r}.",
-        input_schema={"type": "object", "properties": {"input_data": {}}},
-        execute=run,
-    )
-
