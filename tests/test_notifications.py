@@ -254,6 +254,21 @@ async def test_a_list_in_gives_a_list_out(agent: Any, memory: Any) -> None:
     assert [r["record"].summary for r in results] == ["a", "b"]
 
 
+async def test_new_records_get_ids_ordered_by_their_time(agent: Any, memory: Any) -> None:
+    """A record's id starts with its creation's millisecond (a UUIDv7, as a signal's), so a
+    long-lived inbox's inserts land at the end of its primary key instead of on a random page
+    of it each (a burst into 60,000 records: 14-16k/s with random ids, 18-19k/s now)."""
+    sent = [await notify(agent, gh(f"n{i}", priority="low")) for i in range(3)]  # a plain one
+    sent.append(await notify(agent, gh("with a list", priority="low", metadata={"k": [1]})))
+    ids = [r["record"].id for r in sent]
+    millis = [int(i[:12], 16) for i in ids]
+    assert millis == sorted(millis) and len(set(ids)) == len(ids)
+    for record_id, result in zip(ids, sent, strict=True):
+        created_ms = result["record"].created_at.timestamp() * 1000
+        assert abs(int(record_id[:12], 16) - created_ms) < 50
+        assert record_id[12] == "7"  # the UUID's version
+
+
 # -- configured policy -----------------------------------------------------------------------------
 
 async def test_policy_order_decide_then_source_then_priority_then_default(

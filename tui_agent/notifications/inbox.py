@@ -36,7 +36,14 @@ from tui_agent.notifications.validation import (
     validate_notification,
 )
 from tui_agent.signals import parse_if_idle, parse_target
-from tui_agent.signals.data import PlainText, Signal, Target, checked_signal, normalize_signal
+from tui_agent.signals.data import (
+    PlainText,
+    Signal,
+    Target,
+    checked_signal,
+    normalize_signal,
+    time_ordered_id,
+)
 from tui_agent.signals.limits import (
     as_items,
     check_limit,
@@ -124,7 +131,7 @@ def _candidate(
     now = datetime.now(UTC)
     if existing is None:
         return NotificationRecord(
-            id=new_id(), thread_id=thread_id, resource_id=resource_id, status="pending",
+            id=time_ordered_id(), thread_id=thread_id, resource_id=resource_id, status="pending",
             created_at=now, updated_at=now, **item,
         )
     top = max(existing.priority, item["priority"], key=PRIORITY_RANK.__getitem__)
@@ -536,9 +543,9 @@ def _record_id(rec: NotificationRecord | NewRow | WrittenRow) -> str:
 
 
 def new_ids() -> tuple[str, str]:
-    """A new record's id and its send's claim token: two ``new_id``s from one draw."""
-    drawn = urandom(32).hex()
-    return drawn[:32], f"inline:{drawn[32:]}"
+    """A new record's id (time-ordered: a burst's records land at the end of the table's
+    primary key) and its send's claim token."""
+    return time_ordered_id(), f"inline:{urandom(16).hex()}"
 
 
 # The branches of a delivery sent now with no stream options (almost every one), parsed once
