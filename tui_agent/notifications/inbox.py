@@ -42,7 +42,6 @@ from tui_agent.signals.data import (
     Target,
     checked_signal,
     normalize_signal,
-    time_ordered_id,
 )
 from tui_agent.signals.limits import (
     as_items,
@@ -50,7 +49,7 @@ from tui_agent.signals.limits import (
     input_limits,
 )
 from tui_agent.signals.stored import branch_records
-from tui_agent.store.codec import new_id
+from tui_agent.store.codec import new_id, time_ordered_id
 from tui_agent.store.compound import nothing_after
 from tui_agent.store.contract import Store
 from tui_agent.store.dialect import Dialect

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tui_agent.errors import StoreError
 from tui_agent.events import echo_source, echo_type
-from tui_agent.store.codec import loads, new_id
+from tui_agent.store.codec import loads, time_ordered_id
 
 
 def to_datetime(ts: float | None) -> datetime | None:
@@ -209,7 +209,7 @@ class MessageIn:
     role: str
     content: Any
     run_id: str | None = None
-    id: str = field(default_factory=new_id)
+    id: str = field(default_factory=time_ordered_id)  # a burst's land at the index's end
     metadata: dict[str, Any] = field(default_factory=dict)
     signal_id: str | None = None
 
