@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from tui_agent.store.txn import MULTI_ROWS, insert_rows
-from tui_agent.store.writes import _INSERT_SIGNAL, _SIGNAL_COLUMNS  # pyright: ignore[reportPrivateUsage]
+
+COLUMNS = ("id", "thread_id", "resource_id", "type", "status", "run_id", "message", "data",
+           "created_at")
+SIGNALS = ("signals", COLUMNS)  # a Statement's ``copy_into``
+ONE_ROW = f"INSERT INTO signals({', '.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))})"
 
 # Counts around each statement size: exact multiples, one over, remainders of each size.
 COUNTS = sorted({0, 1, 2, *MULTI_ROWS, *(n + 1 for n in MULTI_ROWS), 5, 21, 84, 85, 199, 200})
@@ -38,8 +42,8 @@ def rows(count: int, tag: str) -> list[tuple[object, ...]]:
 @pytest.mark.parametrize("count", COUNTS)
 def test_insert_rows_stores_what_executemany_stores(tmp_path: Path, count: int) -> None:
     fast, plain = signals_table(tmp_path / "fast.db"), signals_table(tmp_path / "plain.db")
-    for conn, write in ((fast, lambda c, r: insert_rows(c, _SIGNAL_COLUMNS, r)),
-                        (plain, lambda c, r: c.executemany(_INSERT_SIGNAL, r))):
+    for conn, write in ((fast, lambda c, r: insert_rows(c, SIGNALS, r)),
+                        (plain, lambda c, r: c.executemany(ONE_ROW, r))):
         write(conn, rows(3, "before"))  # seq goes on from rows already there
         write(conn, rows(count, "burst"))
     read = "SELECT * FROM signals ORDER BY seq"
@@ -49,13 +53,13 @@ def test_insert_rows_stores_what_executemany_stores(tmp_path: Path, count: int) 
 
 def test_a_bad_row_fails_the_call_and_its_savepoint_keeps_none_of_it(tmp_path: Path) -> None:
     conn = signals_table(tmp_path / "bad.db")
-    insert_rows(conn, _SIGNAL_COLUMNS, rows(1, "burst"))  # "burst-0000" is taken
+    insert_rows(conn, SIGNALS, rows(1, "burst"))  # "burst-0000" is taken
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("SAVEPOINT batch")
     duplicate = rows(70, "other")
     duplicate[66] = rows(1, "burst")[0]  # in the rows after the first statement of 64
     with pytest.raises(sqlite3.IntegrityError):
-        insert_rows(conn, _SIGNAL_COLUMNS, duplicate)
+        insert_rows(conn, SIGNALS, duplicate)
     conn.execute("ROLLBACK TO batch")
     conn.execute("RELEASE batch")
     conn.execute("COMMIT")
