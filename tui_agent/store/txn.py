@@ -63,7 +63,7 @@ def drive(conn: Conn, txn: Txn[T]) -> T:
 # The row counts of a multi-row INSERT (largest first): a burst's rows go in as few statements
 # as these sizes allow, and SQLite's statement cache holds one statement of each size.
 MULTI_ROWS: Final = (64, 16, 4)
-_MULTI_SQL: dict[tuple[str, int], str] = {}
+_MULTI_SQL: dict[tuple[str, tuple[str, ...], int], str] = {}
 
 
 def insert_rows(conn: Conn, into: tuple[str, tuple[str, ...]], rows: Sequence[Any]) -> None:
@@ -72,15 +72,15 @@ def insert_rows(conn: Conn, into: tuple[str, tuple[str, ...]], rows: Sequence[An
     the one-row statement stores (the same rows, the same order, AUTOINCREMENT included),
     in about half the time for a burst of signals (one statement runs the row loop in SQLite,
     not Python; ``benchmarks/bench_signal_speed.py``). A failure fails the whole call, as it
-    does for the transaction around it (tests/test_group_commit.py)."""
+    does for the transaction around it (tests/test_sqlite_insert_rows.py)."""
     table, columns = into
     start, count = 0, len(rows)
     for size in MULTI_ROWS:
         while count - start >= size:
-            sql = _MULTI_SQL.get((table, size))
+            sql = _MULTI_SQL.get((table, columns, size))
             if sql is None:
                 one = "(" + ",".join("?" * len(columns)) + ")"
-                sql = _MULTI_SQL[(table, size)] = (
+                sql = _MULTI_SQL[(table, columns, size)] = (
                     f"INSERT INTO {table}({', '.join(columns)}) VALUES "
                     + ",".join([one] * size))
             conn.execute(sql, [value for row in rows[start:start + size] for value in row])
