@@ -36,13 +36,7 @@ from tui_agent.notifications.validation import (
     validate_notification,
 )
 from tui_agent.signals import parse_if_idle, parse_target
-from tui_agent.signals.data import (
-    PlainText,
-    Signal,
-    Target,
-    checked_signal,
-    normalize_signal,
-)
+from tui_agent.signals.data import PlainText, Signal, Target, checked_signal, normalize_signal
 from tui_agent.signals.limits import (
     as_items,
     check_limit,
