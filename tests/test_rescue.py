@@ -294,7 +294,7 @@ async def test_an_idle_rescuer_does_not_look_until_something_changes(tmp_path: P
         await other.close()
 
 
-async def test_messages_queued_behind_this_process_s_own_run_do_not_make_the_rescuer_look(
+async def test_messages_queued_behind_this_process_s_own_run_do_not_poke_the_rescuer(
     tmp_path: Path,
 ) -> None:
     """A look reads every waiting signal, so a burst queued behind a run this process runs
