@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.app import AppFactory, drained, typed_ahead, until
+from textual.widgets import Input
 
 from tui_agent.app.layout import MAX_VISIBLE
 from tui_agent.app.screens.thread_picker import ThreadChoice, ThreadPicker, parse_new_thread, rank
@@ -139,6 +140,27 @@ async def test_words_typed_right_after_f6_or_f8_go_to_the_pane_the_focus_went_to
         assert sorted(composers.values()) == ["", "yo"], composers
         assert app.focused_pane() is not None
         assert app.focused_pane().query_one(Composer).value == "yo"
+
+
+async def test_words_typed_right_after_ctrl_o_go_into_the_picker_not_the_composer(
+    make_app: AppFactory,
+) -> None:
+    """The picker opens as ctrl+o is handled and loads its threads once it is up: what is
+    typed right behind ctrl+o (one read of the terminal) is its search, not a message."""
+    app = make_app(threads=[("me", "notes")])
+    await seed_threads(app.config.agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: all(p.feed.attached for p in app.panes), "the pane")
+        composer = app.panes[0].query_one(Composer)
+        await typed_ahead(pilot, "ctrl+o", *"rel")
+        await until(pilot, lambda: isinstance(app.screen, ThreadPicker), "the picker")
+        await until(pilot, lambda: app.screen.query_one(Input).value == "rel", "the search")
+        await until(pilot, lambda: [r.thread_id for r in picker_rows(app)][:1] == ["release"],
+                    "the threads loaded and ranked")
+        assert composer.value == ""
+        await pilot.press("enter")
+        await until(pilot, lambda: len(app.panes) == 2, "the thread opened beside")
+        assert app.panes[-1].key == "team/release"
 
 
 async def test_focus_moves_by_click_maximise_and_close(make_app: AppFactory) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -103,8 +104,8 @@ class TuiAgentApp(App[int]):
     PAUSE_GC_ON_SCROLL = True
     AUTO_FOCUS = None  # the app focuses the newest pane's composer itself
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+o", "open_thread", "Open", id="app.open_thread"),
-        Binding("ctrl+r", "swap_thread", "Swap", id="app.swap_thread"),
+        Binding("ctrl+o", "open_thread", "Open", priority=True, id="app.open_thread"),
+        Binding("ctrl+r", "swap_thread", "Swap", priority=True, id="app.swap_thread"),
         # The keys that move the focus are priority: the app acts on them as they arrive, so a
         # key typed right after f2/f6/f8/f10 goes where it sent the focus (not to the widget it
         # left; ``_focus`` focuses a mounted pane's composer at once).
@@ -526,16 +527,21 @@ class TuiAgentApp(App[int]):
         if self.ready:
             self._pick(replace=True)
 
-    @work(exclusive=True, group="picker")
-    async def _pick(self, replace: bool) -> None:
+    def _pick(self, replace: bool) -> None:
+        """Push the thread picker now (its choices load in it), so the keys typed right behind
+        ctrl+o / ctrl+r go into its search field."""
         from tui_agent.app.bridge import search_threads
         from tui_agent.app.screens.thread_picker import ThreadPicker
 
-        choices = await self._thread_choices()
+        if isinstance(self.screen, ThreadPicker):
+            return  # one picker at a time
         agent = self.config.agent
-        choice = await self.push_screen_wait(ThreadPicker(
-            choices, self.config.default_resource,
-            search=lambda query: search_threads(agent, query)))
+        picker = ThreadPicker([], self.config.default_resource,
+                              search=lambda query: search_threads(agent, query),
+                              load=self._thread_choices)
+        self.push_screen(picker, callback=partial(self._picked, replace))
+
+    async def _picked(self, replace: bool, choice: ThreadChoice | None) -> None:
         if choice is None:
             return
         current = self.focused_pane()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -14,6 +15,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
+
+from tui_agent.app.focus import focus_now, typed_into_field
 
 NOTES = {"local/": "offline, no key, free"}
 
@@ -49,7 +52,10 @@ class ModelPicker(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         self._fill("")
-        self.query_one(Input).focus()
+        focus_now(self.query_one(Input))  # before the keys typed ahead are handled
+
+    def on_key(self, event: events.Key) -> None:
+        typed_into_field(self, event)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.query_one("#model-error", Static).update("")

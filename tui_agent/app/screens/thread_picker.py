@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -20,6 +20,8 @@ from textual.fuzzy import Matcher
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
+
+from tui_agent.app.focus import focus_now, typed_into_field
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,14 @@ class ThreadPicker(ModalScreen[ThreadChoice | None]):
     ]
 
     def __init__(self, choices: list[ThreadChoice], default_resource: str, *,
-                 search: Callable[[str], Awaitable[dict[str, list[Any]]]] | None = None
+                 search: Callable[[str], Awaitable[dict[str, list[Any]]]] | None = None,
+                 load: Callable[[], Awaitable[list[ThreadChoice]]] | None = None,
                  ) -> None:
+        """``load``: the choices, read once the picker is up (it opens at once, so what is
+        typed right behind the key that opened it lands in its search field)."""
         super().__init__()
         self.choices = choices
+        self.load = load
         self.default_resource = default_resource
         self.search = search
         self.shown: list[ThreadChoice] = []
@@ -112,7 +118,20 @@ class ThreadPicker(ModalScreen[ThreadChoice | None]):
 
     def on_mount(self) -> None:
         self._fill("")
-        self.query_one(Input).focus()
+        focus_now(self.query_one(Input))  # before the keys typed ahead are handled
+        if self.load is not None:
+            self._load()
+
+    @work(exclusive=True, group="picker-load")
+    async def _load(self) -> None:
+        assert self.load is not None
+        choices = await self.load()
+        if self.is_attached:  # not picked (or closed) meanwhile
+            self.choices = choices
+            self._fill(self.query_one(Input).value)
+
+    def on_key(self, event: events.Key) -> None:
+        typed_into_field(self, event)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self._found = {}
