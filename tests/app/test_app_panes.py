@@ -163,6 +163,26 @@ async def test_words_typed_right_after_ctrl_o_go_into_the_picker_not_the_compose
         assert app.panes[-1].key == "team/release"
 
 
+async def test_a_picker_whose_threads_cannot_be_read_says_so_and_still_opens_a_new_one(
+    make_app: AppFactory, monkeypatch: Any,
+) -> None:
+    app = make_app(threads=[("me", "notes")])
+
+    async def unreadable(agent: Any) -> list[Any]:
+        raise OSError("disk I/O error")
+
+    monkeypatch.setattr("tui_agent.app.bridge.thread_listing", unreadable)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await until(pilot, lambda: all(p.feed.attached for p in app.panes), "the pane")
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: isinstance(app.screen, ThreadPicker), "the picker")
+        await until(pilot, lambda: any("could not be read: disk I/O error" in toast.render().plain
+                                       for toast in app.screen.query("Toast")), "the error shown")
+        await pilot.press(*"me/fresh", "enter")
+        await until(pilot, lambda: [p.key for p in app.panes] == ["me/notes", "me/fresh"],
+                    "the new thread opened")
+
+
 async def test_focus_moves_by_click_maximise_and_close(make_app: AppFactory) -> None:
     app = make_app(threads=[("me", "left"), ("me", "right")])
     async with app.run_test(size=(120, 30)) as pilot:

@@ -125,7 +125,11 @@ class ThreadPicker(ModalScreen[ThreadChoice | None]):
     @work(exclusive=True, group="picker-load")
     async def _load(self) -> None:
         assert self.load is not None
-        choices = await self.load()
+        try:
+            choices = await self.load()
+        except Exception as error:  # the store unreadable: say so, a new thread still opens
+            self.notify(f"the threads could not be read: {error}", severity="error")
+            return
         if self.is_attached:  # not picked (or closed) meanwhile
             self.choices = choices
             self._fill(self.query_one(Input).value)
