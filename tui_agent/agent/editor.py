@@ -30,6 +30,7 @@ class Editable(Protocol):
 
 E = TypeVar("E", bound=Editable)
 
+
 def apply_overrides(agent: E, overrides: dict[str, Any]) -> E:
     """``Agent.apply_editor_overrides``: a copy of ``agent`` with an editor's overrides, within
     what its ``editor`` allows (code-owned fields dropped)."""

@@ -65,10 +65,6 @@ _SIGNAL_KEYS = _MESSAGE_KEYS | {"type", "tag_name"}
 # -- the Signal model -----------------------------------------------------------------------------
 
 
-# A signal's id: time-ordered (``store.codec.time_ordered_id``).
-_new_id = time_ordered_id
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -78,7 +74,7 @@ class Signal(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(default_factory=_new_id)
+    id: str = Field(default_factory=time_ordered_id)
     type: SignalType
     tag_name: str | None = None
     contents: str | list[dict[str, Any]] = ""
@@ -210,7 +206,7 @@ class PlainText:
         """The message of ``text``, checked as ``normalize_message`` checks a string."""
         check_text(text, "contents")
         now_ns = time.time_ns()
-        return cls(_new_id(now_ns), text, now_ns)
+        return cls(time_ordered_id(now_ns), text, now_ns)
 
     @classmethod
     def of_signal_dict(cls, given: dict[Any, Any]) -> PlainText | None:
@@ -236,7 +232,7 @@ class PlainText:
             return None
         check_text(contents, "signal contents")  # the general path's first check of a value
         now_ns = time.time_ns()
-        return cls(_new_id(now_ns), contents, now_ns, signal_type, tag, attributes,
+        return cls(time_ordered_id(now_ns), contents, now_ns, signal_type, tag, attributes,
                    _SIGNAL_FIELDS_SET)
 
     @classmethod
@@ -248,7 +244,7 @@ class PlainText:
         attributes are names to plain scalars or None and metadata names to plain scalars),
         with its Signal built when asked for."""
         now_ns = time.time_ns()
-        return cls(_new_id(now_ns), text, now_ns, signal_type, tag_name, attributes,
+        return cls(time_ordered_id(now_ns), text, now_ns, signal_type, tag_name, attributes,
                    _TYPED_FIELDS_SET, metadata)
 
     @property
@@ -321,7 +317,7 @@ def checked_signal(fields: dict[str, Any]) -> Signal:
         )
     signal = Signal.__new__(Signal)
     _set_attr(signal, "__dict__", {
-        "id": _new_id(), "type": signal_type, "tag_name": tag,
+        "id": time_ordered_id(), "type": signal_type, "tag_name": tag,
         "contents": fields.get("contents", ""), "attributes": fields.get("attributes") or {},
         "metadata": fields.get("metadata") or {},
         "provider_options": fields.get("provider_options") or {}, "created_at": _now(),

@@ -63,7 +63,7 @@ def drive(conn: Conn, txn: Txn[T]) -> T:
 # The row counts of a multi-row INSERT (largest first): a burst's rows go in as few statements
 # as these sizes allow, and SQLite's statement cache holds one statement of each size.
 MULTI_ROWS: Final = (64, 16, 4)
-_MULTI_SQL: dict[tuple[str, tuple[str, ...], int], str] = {}
+_INSERT_SQL: dict[tuple[str, tuple[str, ...], int], str] = {}
 
 
 def insert_rows(conn: Conn, into: tuple[str, tuple[str, ...]], rows: Sequence[Any]) -> None:
@@ -73,22 +73,25 @@ def insert_rows(conn: Conn, into: tuple[str, tuple[str, ...]], rows: Sequence[An
     in about half the time for a burst of signals (one statement runs the row loop in SQLite,
     not Python; ``benchmarks/bench_signal_speed.py``). A failure fails the whole call, as it
     does for the transaction around it (tests/test_sqlite_insert_rows.py)."""
-    table, columns = into
     start, count = 0, len(rows)
     for size in MULTI_ROWS:
         while count - start >= size:
-            sql = _MULTI_SQL.get((table, columns, size))
-            if sql is None:
-                one = "(" + ",".join("?" * len(columns)) + ")"
-                sql = _MULTI_SQL[(table, columns, size)] = (
-                    f"INSERT INTO {table}({', '.join(columns)}) VALUES "
-                    + ",".join([one] * size))
-            conn.execute(sql, [value for row in rows[start:start + size] for value in row])
+            conn.execute(_insert_sql(into, size),
+                         [value for row in rows[start:start + size] for value in row])
             start += size
     if start < count:
-        one_row = f"INSERT INTO {table}({', '.join(columns)}) VALUES (" + ",".join(
-            "?" * len(columns)) + ")"
-        conn.executemany(one_row, rows[start:])
+        conn.executemany(_insert_sql(into, 1), rows[start:])
+
+
+def _insert_sql(into: tuple[str, tuple[str, ...]], size: int) -> str:
+    """``INSERT INTO table(columns) VALUES`` with ``size`` rows of parameters (made once)."""
+    table, columns = into
+    sql = _INSERT_SQL.get((table, columns, size))
+    if sql is None:
+        one = "(" + ",".join("?" * len(columns)) + ")"
+        sql = _INSERT_SQL[(table, columns, size)] = (
+            f"INSERT INTO {table}({', '.join(columns)}) VALUES " + ",".join([one] * size))
+    return sql
 
 
 def on_sqlite(
