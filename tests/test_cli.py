@@ -56,13 +56,16 @@ class Command:
             self.output[name] += "\0"  # end of stream
             self._changed.notify_all()
 
-    def wait_for(self, marker: str, stream: str = "stdout") -> str:
+    def wait_for(self, marker: str, stream: str = "stdout", times: int = 1) -> str:
+        """Until ``marker`` is in the output ``times`` times (or the stream ended)."""
         with self._changed:
             found = self._changed.wait_for(
-                lambda: marker in self.output[stream] or "\0" in self.output[stream], TIMEOUT_S
+                lambda: self.output[stream].count(marker) >= times
+                or "\0" in self.output[stream], TIMEOUT_S
             )
             text = self.output[stream]
-        assert found and marker in text, f"{marker!r} not in {stream}: {text!r}\n{self.output}"
+        assert found and text.count(marker) >= times, (
+            f"{marker!r} not {times} times in {stream}: {text!r}\n{self.output}")
         return text
 
     def write(self, line: str) -> None:
