@@ -7,7 +7,7 @@ import asyncio
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +120,27 @@ async def pg_database(pg_admin_url: str) -> AsyncIterator[str]:
 def _openai_server_session() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as server:
         yield server
+
+
+Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[Serve], Awaitable[int]]]:
+    """Start a raw TCP server on 127.0.0.1 with the given connection handler; returns its port
+    (tests of the direct path's connections and HTTP/1.1, which need a server misbehaving on
+    purpose)."""
+    servers: list[asyncio.Server] = []
+
+    async def start(handler: Serve) -> int:
+        server = await asyncio.start_server(handler, "127.0.0.1", 0)
+        servers.append(server)
+        return server.sockets[0].getsockname()[1]
+
+    yield start
+    for server in servers:
+        server.close()
+        await server.wait_closed()
 
 
 @pytest.fixture

@@ -71,6 +71,7 @@ class FakeOpenAIServer:
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._release = threading.Event()
+        self._generation = 0  # counts resets: a hold belongs to the test that scripted it
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -124,6 +125,7 @@ class FakeOpenAIServer:
 
     def reset(self) -> None:
         with self._lock:
+            self._generation += 1
             self._replies.clear()
             self.requests.clear()
             self.request_headers.clear()
@@ -292,13 +294,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _hold(self) -> bool:
         """Wait for :meth:`FakeOpenAIServer.release` (30 s at most); False, and counted in
-        ``hangups``, as soon as the client closes the connection meanwhile."""
+        ``hangups``, as soon as the client closes the connection meanwhile. A hold outlived by
+        its test (the server was reset: a release and the next reset can both come between two
+        looks of this thread, which waits for the GIL) ends quietly, counted nowhere."""
         deadline = time.monotonic() + 30
+        generation = self.fake._generation
         while not self.fake._release.wait(timeout=0.005) and time.monotonic() < deadline:
+            if self.fake._generation != generation:
+                self.close_connection = True
+                return False
             if self._client_hung_up():
                 with self.fake._lock:
-                    self.fake.hangups += 1
-                self.fake.hung_up.set()
+                    if self.fake._generation == generation:
+                        self.fake.hangups += 1
+                        self.fake.hung_up.set()
                 self.close_connection = True
                 return False
         return True

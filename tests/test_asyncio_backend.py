@@ -1,52 +1,34 @@
-"""The direct path's network backend (``tui_agent.models.asyncio_backend``): reads coalesce while
-a stream is fast and sustained and not otherwise, a close or a timeout ends a waiting read, the
+"""The direct path's connections (``tui_agent.models.asyncio_backend``): reads coalesce while a
+stream is fast and sustained and not otherwise, a close or a timeout ends a waiting read, the
 end of a stream and a server's close are seen, a large body passes the buffer's high-water mark
 intact; through the shared client a fast answer comes in batches, it streams over TLS (a
-self-signed certificate made with ``openssl``), and an abort closes a TLS stream at once."""
+self-signed certificate made with ``openssl``), and an abort closes a TLS stream at once. The
+HTTP/1.1 above them is tests/test_http11.py's."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import shutil
 import socket
 import ssl
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpcore
+import httpx
 import pytest
 from helpers.common import until
 from openai_server import FakeOpenAIServer
 
 from tui_agent import Agent
 from tui_agent.models import asyncio_backend
-from tui_agent.models.asyncio_backend import AsyncioBackend
+from tui_agent.models.asyncio_backend import AsyncioBackend, AsyncioStream
 from tui_agent.models.base import ModelRequest, TextDelta
 from tui_agent.models.http_client import close_shared_client
 from tui_agent.models.openai_http import OpenAIHTTPModel
 
-Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
-
-@pytest.fixture
-async def serve() -> AsyncIterator[Callable[[Serve], Awaitable[int]]]:
-    """Start a TCP server on 127.0.0.1 with the given connection handler; returns its port."""
-    servers: list[asyncio.Server] = []
-
-    async def start(handler: Serve) -> int:
-        server = await asyncio.start_server(handler, "127.0.0.1", 0)
-        servers.append(server)
-        return server.sockets[0].getsockname()[1]
-
-    yield start
-    for server in servers:
-        server.close()
-        await server.wait_closed()
-
-
-async def read_all(stream: httpcore.AsyncNetworkStream) -> list[bytes]:
+async def read_all(stream: AsyncioStream) -> list[bytes]:
     reads = []
     while data := await stream.read(65536):
         reads.append(data)
@@ -150,14 +132,14 @@ async def test_closing_the_stream_ends_a_waiting_read(serve: Callable) -> None:
     reading = asyncio.ensure_future(stream.read(1024))
     await asyncio.sleep(0)  # the read is waiting
     await stream.aclose()
-    with pytest.raises(httpcore.ReadError):
+    with pytest.raises(httpx.ReadError):
         await asyncio.wait_for(reading, 5.0)
 
 
 async def test_a_read_times_out(serve: Callable) -> None:
     port = await serve(silent)
     stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
-    with pytest.raises(httpcore.ReadTimeout):
+    with pytest.raises(httpx.ReadTimeout):
         await stream.read(1024, timeout=0.05)
     await stream.aclose()
 
@@ -168,8 +150,8 @@ async def test_the_end_of_the_stream_and_a_server_close_are_seen(serve: Callable
 
     port = await serve(bye)
     stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
-    # An idle kept-alive connection the server closed must not be reused: httpcore asks this.
-    await until(lambda: stream.get_extra_info("is_readable"), "the close to be seen")
+    # An idle kept-alive connection the server closed must not be reused: the pool asks this.
+    await until(stream.is_readable, "the close to be seen")
     assert await stream.read(1024) == b""
     await stream.aclose()
 
@@ -177,8 +159,8 @@ async def test_the_end_of_the_stream_and_a_server_close_are_seen(serve: Callable
 async def test_an_open_idle_connection_is_not_readable(serve: Callable) -> None:
     port = await serve(silent)
     stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
-    assert stream.get_extra_info("is_readable") is False
-    assert stream.get_extra_info("server_addr")[1] == port
+    assert stream.is_readable() is False
+    assert stream.get_extra_info("peername")[1] == port
     await stream.aclose()
 
 
@@ -204,7 +186,7 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
     with socket.socket() as bound:  # bound, never listening: a connection to it is refused
         bound.bind(("127.0.0.1", 0))
         port = bound.getsockname()[1]
-        with pytest.raises(httpcore.ConnectError):
+        with pytest.raises(httpx.ConnectError):
             await AsyncioBackend().connect_tcp("127.0.0.1", port)
 
 
@@ -286,105 +268,3 @@ async def test_an_abort_closes_a_tls_stream_at_once(
         # The server holds the rest back: only the closed connection ends its wait.
         assert await asyncio.to_thread(server.hung_up.wait, 5), "the server saw no close"
     assert result.finish_reason == "abort"
-
-
-# -- chunked bodies: the chunks one read brought are joined ------------------------------------
-def _chunked(pieces: list[bytes], *, extension: bytes = b"") -> bytes:
-    return b"".join(b"%x%s\r\n%s\r\n" % (len(p), extension, p) for p in pieces) + b"0\r\n\r\n"
-
-
-_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-_REQUEST = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n"
-
-
-def _h11_body(reads: list[bytes]) -> tuple[bytes, int]:
-    """The body h11 decodes from these reads (the client's HTTP parser), and its Data events."""
-    import h11
-
-    connection = h11.Connection(h11.CLIENT)
-    connection.send(h11.Request(method="POST", target="/", headers=[("Host", "x"),
-                                                                    ("Content-Length", "0")]))
-    connection.send(h11.EndOfMessage())
-    body, events = b"", 0
-    for data in reads:
-        connection.receive_data(data)
-        while (event := connection.next_event()) not in (h11.NEED_DATA, h11.PAUSED):
-            if isinstance(event, h11.Data):
-                body, events = body + bytes(event.data), events + 1
-            if isinstance(event, h11.EndOfMessage):
-                return body, events
-    raise AssertionError("the body did not end")
-
-
-def test_the_chunks_of_a_read_are_joined_and_the_body_is_the_same_wherever_reads_end() -> None:
-    from tui_agent.models.asyncio_backend import _ChunkJoiner  # pyright: ignore
-
-    pieces = [b"data: {\"n\": %d}\n\n" % i for i in range(12)] + [b"x" * 300]
-    for extension in (b"", b";name=value"):
-        wire = _HEAD + _chunked(pieces, extension=extension)
-        for size in (1, 2, 3, 5, 8, 13, 64, len(wire)):
-            joiner = _ChunkJoiner()
-            joiner.request(_REQUEST)
-            reads = [joiner.feed(wire[i:i + size]) for i in range(0, len(wire), size)]
-            body, events = _h11_body([r for r in reads if r])
-            assert body == b"".join(pieces), (extension, size)
-            assert sum(map(len, reads)) <= len(wire)
-            if size == len(wire):
-                assert events == 1  # thirteen chunks in one read: one chunk for h11
-
-
-def test_what_the_joiner_does_not_understand_passes_as_it_came() -> None:
-    from tui_agent.models.asyncio_backend import _ChunkJoiner  # pyright: ignore
-
-    bad_size = _HEAD + b"5\r\nhello\r\nzz\r\nnope\r\n0\r\n\r\n"  # h11 reports it, as before
-    not_chunked = b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n5\r\nhello"
-    upgraded = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n" + _HEAD + _chunked(
-        [b"a", b"b"])  # another protocol after the 101: its bytes are not HTTP's
-    for request, wire in ((_REQUEST, bad_size), (_REQUEST, not_chunked), (_REQUEST, upgraded),
-                          (b"HEAD / HTTP/1.1\r\n\r\n", _HEAD + _chunked([b"a", b"b"]))):
-        joiner = _ChunkJoiner()
-        joiner.request(request)
-        joined = joiner.feed(wire)
-        if wire is bad_size:  # the good chunk before the bad size line, then the rest as is
-            assert joined == _HEAD + b"5\r\nhello\r\nzz\r\nnope\r\n0\r\n\r\n"
-        else:
-            assert joined == wire
-    joiner = _ChunkJoiner()  # no request seen (a raw stream): nothing is touched
-    assert joiner.feed(_HEAD + _chunked([b"a", b"b"])) == _HEAD + _chunked([b"a", b"b"])
-
-
-async def test_a_chunked_answer_reads_whole_through_the_shared_client_however_it_is_cut(
-    serve: Callable,
-) -> None:
-    import httpx
-
-    pieces = [b"data: {\"n\": %d}\n\n" % i for i in range(30)]
-    connections: list[int] = []
-    wire = _HEAD + _chunked(pieces)
-    cuts = [0, 40, 95, 97, 98, 160, 161, 300, len(wire) - 3, len(wire)]  # inside lines and CRLFs
-
-    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.append(1)
-        await reader.readuntil(b"\r\n\r\n")
-        for start, end in itertools.pairwise(cuts):
-            writer.write(wire[start:end])
-            await writer.drain()
-            await asyncio.sleep(0.005)
-        await reader.readuntil(b"\r\n\r\n")
-        writer.write(wire)  # a second answer on the same connection, in one write
-        await writer.drain()
-        await reader.read()
-        writer.close()
-
-    port = await serve(cut)
-    from tui_agent.models.asyncio_backend import asyncio_transport
-
-    transport = asyncio_transport(httpx.Limits())
-    async with httpx.AsyncClient(transport=transport) as client:
-        bodies = []
-        for _ in range(2):
-            async with client.stream("GET", f"http://127.0.0.1:{port}/") as response:
-                bodies.append([piece async for piece in response.aiter_bytes()])
-    assert [b"".join(body) for body in bodies] == [b"".join(pieces)] * 2
-    assert len(bodies[1]) < len(pieces) // 2, "the second answer's chunks were not joined"
-    assert connections == [1], "the connection was not kept alive for the second answer"

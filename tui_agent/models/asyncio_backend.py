@@ -1,12 +1,11 @@
-"""An httpcore network backend on an asyncio ``Protocol``, with read coalescing, under the shared
-``httpx.AsyncClient`` of the direct model path (``http_client``; TLS, HTTP/1.1, the pool and
-keep-alive stay httpx's and httpcore's).
+"""The direct model path's connections: an asyncio ``Protocol`` with read coalescing, under its
+HTTP/1.1 transport (``http11``; the pool, keep-alive and the HTTP framing are there).
 
 Why: a provider streaming 500 tokens a second sends 500 small TCP segments a second. Through
-httpcore's default backend each costs a read through anyio (a cancel scope, and a
+httpx's default stack each cost a read through anyio (a cancel scope, and a
 ``pause_reading``/``resume_reading`` pair: two ``epoll_ctl`` calls) and a wake of the reading
-task, then the whole httpx/h11/SSE stack for that one event. Four such streams took a third of
-a core before anything was painted.
+task, then the whole httpx/httpcore/h11/SSE stack for that one event. Four such streams took a
+third of a core before anything was painted.
 
 Read coalescing: each time bytes arrive, the socket *rests* (is not read) for
 :data:`COALESCE_S`; what the server sends meanwhile waits in the kernel and is read, parsed and
@@ -20,22 +19,14 @@ took 68% of a core in the app at 8 ms, 60% at 25 ms (``benchmarks/bench_app_hour
 without coalescing. Over TLS the socket's own transport rests under the TLS one, so the records
 wait in the kernel too.
 
-The text deltas of one read are handed on as one (``openai_http``): each delta would climb
-the run, its subscribers and the app on its own.
-
-Chunk joining: a provider sends each SSE event as its own HTTP/1.1 chunk, and h11 yields one
-``Data`` event per chunk, each climbing httpcore's and httpx's stream layers on its own, although
-a coalesced read carried four or five. The stream joins the chunks of a chunked answer that one
-read brought into one chunk before h11 sees them (:class:`_ChunkJoiner`: the same body bytes;
-chunk boundaries carry no meaning in HTTP/1.1), so h11 and the layers run once per read.
-
-It keeps httpcore's contract: ``read`` returns ``b""`` at the end of the stream and at most
-``max_bytes``, raises ``httpcore.ReadError`` once the stream was closed (an abort closing the
-response while a read waits) or the connection broke, ``ReadTimeout``/``WriteTimeout``/
-``ConnectTimeout`` past a given timeout, ``ConnectError`` when no connection could be made;
-``is_readable`` (how httpcore sees that the server closed a kept-alive connection) is true once
-the server sent or closed anything. Tested in ``tests/test_asyncio_backend.py`` and by every
-direct-path test (``tests/test_openai_http.py`` and the suites parametrised by ``route``).
+A stream's contract (what ``http11`` relies on): ``read`` returns ``b""`` at the end of the
+stream and at most ``max_bytes``, raises ``httpx.ReadError`` once the stream was closed (an
+abort closing the response while a read waits) or the connection broke, ``ReadTimeout``/
+``WriteTimeout``/``ConnectTimeout`` past a given timeout, ``ConnectError`` when no connection
+could be made; ``is_readable`` (how the pool sees that the server closed a kept-alive
+connection) is true once the server sent or closed anything. Tested in
+``tests/test_asyncio_backend.py`` and by every direct-path test (``tests/test_openai_http.py``
+and the suites parametrised by ``route``).
 """
 
 from __future__ import annotations
@@ -47,10 +38,9 @@ import ssl
 from collections.abc import Iterable
 from typing import Any
 
-import httpcore
+import httpx
 
 COALESCE_S = 0.025  # the longest a waiting reader is kept from bytes that have arrived
-_SEND_AT_ONCE = 64 * 1024  # unsent request bytes past this go out without waiting for more
 SUSTAINED_S = 0.05  # an answer streams this long before its reads coalesce
 _HIGH_WATER = 256 * 1024  # buffered bytes at which the socket stops being read
 _HAPPY_EYEBALLS_S = 0.25  # as anyio's connect_tcp: try the next address after this
@@ -200,269 +190,60 @@ class _ReadBuffer(asyncio.Protocol):
             async with asyncio.timeout(timeout):
                 await asyncio.shield(self._drained)
         except TimeoutError:
-            raise httpcore.WriteTimeout("timed out sending the request") from None
+            raise httpx.WriteTimeout("timed out sending the request") from None
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
-        waiter.set_exception(httpcore.ReadTimeout("timed out waiting for the response"))
+        waiter.set_exception(httpx.ReadTimeout("timed out waiting for the response"))
 
 
-# The joiner's states: not joining, in a response's head, in a chunked body.
-_PASS, _HEAD, _BODY = 0, 1, 2
-_LONGEST_HEAD = 64 * 1024  # a response head longer than this is passed on unread
-_LONGEST_CHUNK_LINE = 4096  # a chunk-size line longer than this is passed on unread
-
-
-class _ChunkJoiner:
-    """Rejoins the chunks of a chunked HTTP/1.1 response body that one read brought into one
-    chunk: same body bytes, fewer chunks.
-
-    Why: a provider sends each SSE event as its own HTTP chunk, and h11 yields one ``Data``
-    event per chunk, each climbing httpcore's and httpx's stream layers on its own, although a
-    coalesced read carried four or five of them. Chunk boundaries carry no meaning in HTTP/1.1
-    (any intermediary may re-chunk a body, RFC 9112 section 7.1); h11 (which still checks the
-    framing it is given) sees one chunk per read instead. Nothing is held back but the start of a
-    chunk-size line split between reads: the bytes of a chunk that has not all arrived are passed
-    on at once, under a size line that covers the whole of that chunk.
-
-    It joins only what it understands: the answer to an HTTP/1.1 request it saw written (not
-    ``HEAD`` or ``CONNECT``), with a ``Transfer-Encoding`` ending in ``chunked``, a status not
-    1xx, 204 or 304, and well-formed size lines. Anything else (and everything after a framing
-    it does not understand, and after the body's last chunk) is passed on as it came, so h11
-    sees and reports it as before."""
-
-    __slots__ = ("_crlf", "_head", "_held", "_method", "_open", "_state")
-
-    def __init__(self) -> None:
-        self._state = _PASS
-        self._method = b""
-        self._head = b""  # the response head read so far (_HEAD)
-        self._held = b""  # the start of a chunk-size line whose end has not come (_BODY)
-        self._open = 0  # bytes of the current chunk still to come (_BODY)
-        self._crlf = 0  # bytes of the CRLF after the current chunk still to come (_BODY)
-
-    def request(self, data: bytes) -> None:
-        """A request starts with ``data`` (its first write): its answer's body may be joined."""
-        line, _, _ = data.partition(b"\r\n")
-        method, _, rest = line.partition(b" ")
-        joinable = rest.endswith(b" HTTP/1.1") and method not in (b"HEAD", b"CONNECT")
-        self._state = _HEAD if joinable else _PASS
-        self._method = method
-        self._head = b""
-        self._held = b""
-        self._open = self._crlf = 0
-
-    def held(self) -> bytes:
-        """What is held back (the stream ended): passed on as it is, and nothing joined after."""
-        held, self._held = self._held, b""
-        self._state = _PASS
-        return held
-
-    def feed(self, data: bytes) -> bytes:
-        """``data`` as read, its chunks joined: never longer than ``data`` plus what was held."""
-        if self._state == _BODY:
-            return self._body(data)
-        if self._state == _HEAD:
-            return self._head_of(data)
-        return data
-
-    def _head_of(self, data: bytes) -> bytes:
-        seen = len(self._head)
-        head = self._head + data
-        end = head.find(b"\r\n\r\n")
-        if end < 0:
-            self._head = head if len(head) < _LONGEST_HEAD else b""
-            if not self._head:
-                self._state = _PASS
-            return data
-        end += 4
-        self._head = b""
-        status = head[9:12]
-        if not head.startswith(b"HTTP/1.1 ") or not status.isdigit():
-            self._state = _PASS
-            return data
-        code = int(status)
-        split = end - seen  # where the head ends in data
-        if 100 <= code < 200 and code != 101:  # an interim answer: the real head follows
-            return data[:split] + self._head_of(data[split:])
-        if code in (101, 204, 304) or not _is_chunked(head[:end]):  # 101: another protocol
-            self._state = _PASS
-            return data
-        self._state = _BODY
-        return data[:split] + self._body(data[split:]) if split < len(data) else data
-
-    def _body(self, data: bytes) -> bytes:
-        buf = self._held + data if self._held else data
-        self._held = b""
-        size = len(buf)
-        out: list[bytes] = []
-        pos = 0
-        if self._open:  # the rest of a chunk that started in an earlier read, as it comes
-            pos = min(self._open, size)
-            out.append(buf[:pos])
-            self._open -= pos
-            if self._open:
-                return buf
-            self._crlf = 2
-        if self._crlf:
-            n = min(self._crlf, size - pos)
-            out.append(buf[pos:pos + n])
-            pos += n
-            self._crlf -= n
-            if self._crlf:
-                return b"".join(out)
-        payloads: list[bytes] = []
-        declared = 0  # the joined chunk's size: its chunks', the last one whole
-        rest = b""  # what follows the joined chunk, as it came
-        while pos < size:
-            line_end = buf.find(b"\r\n", pos)
-            if line_end < 0:
-                if size - pos > _LONGEST_CHUNK_LINE:
-                    self._state, rest = _PASS, buf[pos:]
-                else:
-                    self._held = buf[pos:]
-                break
-            length = _chunk_size(buf[pos:line_end])
-            if length is None or length == 0:  # not understood, or the body's last chunk
-                self._state, rest = _PASS, buf[pos:]
-                break
-            start = line_end + 2
-            end = start + length
-            if end + 2 <= size:
-                if buf[end:end + 2] != b"\r\n":
-                    self._state, rest = _PASS, buf[pos:]
-                    break
-                payloads.append(buf[start:end])
-                declared += length
-                pos = end + 2
-                continue
-            payloads.append(buf[start:end])  # the last chunk has not all come: it stays open
-            declared += length
-            if end <= size:
-                self._crlf = end + 2 - size
-                rest = buf[end:]  # the start of its CRLF
-            else:
-                self._open = end - size
-            pos = size
-            break
-        if payloads:
-            out.append(b"%x\r\n" % declared)
-            out.extend(payloads)
-            if not (self._open or self._crlf):
-                out.append(b"\r\n")
-        out.append(rest)
-        return b"".join(out)
-
-
-def _chunk_size(line: bytes) -> int | None:
-    """The size a chunk-size line gives (its extensions are dropped), or None if it is not one
-    (h11 then reports it)."""
-    digits = line.partition(b";")[0].rstrip(b" \t")
-    if not 0 < len(digits) <= 20 or digits.strip(b"0123456789abcdefABCDEF"):
-        return None
-    return int(digits, 16)
-
-
-def _is_chunked(head: bytes) -> bool:
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"transfer-encoding":
-            return value.strip().lower().endswith(b"chunked")
-    return False
-
-
-class AsyncioStream(httpcore.AsyncNetworkStream):
+class AsyncioStream:
     """One connection: reads come from its :class:`_ReadBuffer`, writes go to the transport."""
 
     def __init__(self, transport: Any, buffer: _ReadBuffer) -> None:
         self._transport = transport
         self._buffer = buffer
         self._closed = False
-        # A request's small writes (httpcore writes its headers, then its body), sent as one:
-        # one segment and one wake of the server instead of two. Sent before the next read,
-        # or on the loop's next turn, whichever comes first.
-        self._unsent: list[bytes] = []
-        self._send_soon: asyncio.Handle | None = None
-        # The chunks of a chunked answer that one read brought are joined into one chunk.
-        self._chunks = _ChunkJoiner()
-        self._request_next = True  # the next write starts a request
-        self._ready = b""  # joined bytes past a read's max_bytes, for the next read
-
-    def _send_unsent(self) -> None:
-        if self._send_soon is not None:
-            self._send_soon.cancel()
-            self._send_soon = None
-        if self._unsent and not self._closed and not self._transport.is_closing():
-            data = self._unsent[0] if len(self._unsent) == 1 else b"".join(self._unsent)
-            self._transport.write(data)
-        self._unsent = []
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        if self._unsent:
-            self._send_unsent()
-        if self._ready:
-            return self._give(b"", max_bytes)
         buffer = self._buffer
-        while True:
+        if not buffer.chunks:
+            if not (buffer.eof or buffer.lost or self._closed):
+                await buffer.wait(timeout)
+            if self._closed:
+                raise httpx.ReadError("the connection was closed")
             if not buffer.chunks:
-                if not (buffer.eof or buffer.lost or self._closed):
-                    await buffer.wait(timeout)
-                if self._closed:
-                    raise httpcore.ReadError("the connection was closed")
-                if not buffer.chunks:
-                    held = self._chunks.held()  # the stream ended inside a chunk-size line
-                    if held:
-                        return self._give(held, max_bytes)
-                    if buffer.error is not None:
-                        raise httpcore.ReadError(str(buffer.error) or type(buffer.error).__name__)
-                    return b""  # the end of the stream
-            data = self._chunks.feed(buffer.take(max_bytes))
-            if data:  # else all it brought was the start of a chunk-size line: read on
-                return self._give(data, max_bytes)
+                if buffer.error is not None:
+                    raise httpx.ReadError(str(buffer.error) or type(buffer.error).__name__)
+                return b""  # the end of the stream
+        return buffer.take(max_bytes)
 
-    def _give(self, data: bytes, max_bytes: int) -> bytes:
-        """``data`` after what was ready, at most ``max_bytes`` of it (the rest is ready)."""
-        self._request_next = True  # the answer is being read: a write starts the next request
-        if self._ready:
-            data = self._ready + data
-        if len(data) > max_bytes:
-            self._ready = data[max_bytes:]
-            return data[:max_bytes]
-        self._ready = b""
-        return data
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if not buffer:
+    async def write(self, data: bytes, timeout: float | None = None) -> None:
+        """Send ``data`` (a whole request: one segment, one wake of the server)."""
+        if not data:
             return
         if self._closed or self._buffer.lost or self._transport.is_closing():
-            raise httpcore.WriteError("the connection is closed")
+            raise httpx.WriteError("the connection is closed")
         self._buffer.new_request()
-        if self._request_next:
-            self._request_next = False
-            self._chunks.request(buffer)
-        self._unsent.append(buffer)
-        if sum(len(part) for part in self._unsent) >= _SEND_AT_ONCE:
-            self._send_unsent()  # a large body: sent now, with what waited before it
-        elif self._send_soon is None:
-            self._send_soon = self._buffer.loop.call_soon(self._send_unsent)
+        self._transport.write(data)
         await self._buffer.drain(timeout)
         if self._buffer.lost and self._buffer.error is not None:
-            raise httpcore.WriteError(str(self._buffer.error))
+            raise httpx.WriteError(str(self._buffer.error))
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
         if not self._closed:
-            self._send_unsent()
             self._closed = True
             self._buffer.closing()  # a read waiting on it raises ReadError now
             self._transport.close()
 
+    async def aclose(self) -> None:
+        self.close()
+
     async def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
         timeout: float | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    ) -> AsyncioStream:
         loop = self._buffer.loop
         try:
             async with asyncio.timeout(timeout):
@@ -470,27 +251,24 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
                                            server_hostname=server_hostname)
         except TimeoutError:
             await self.aclose()
-            raise httpcore.ConnectTimeout("timed out in the TLS handshake") from None
+            raise httpx.ConnectTimeout("timed out in the TLS handshake") from None
         except (OSError, ssl.SSLError) as exc:
             await self.aclose()
-            raise httpcore.ConnectError(str(exc)) from exc
+            raise httpx.ConnectError(str(exc)) from exc
         if tls is None:
-            raise httpcore.ConnectError("the connection closed during the TLS handshake")
+            raise httpx.ConnectError("the connection closed during the TLS handshake")
         self._buffer.transport = tls
         return AsyncioStream(tls, self._buffer)
 
-    def get_extra_info(self, info: str) -> Any:
-        if info == "is_readable":
-            return self._is_readable()
-        names = {"ssl_object": "ssl_object", "client_addr": "sockname",
-                 "server_addr": "peername", "socket": "socket"}
-        return self._transport.get_extra_info(names[info]) if info in names else None
+    def get_extra_info(self, name: str) -> Any:
+        """The transport's ``get_extra_info`` (``peername``, ``sockname``, ``ssl_object``…)."""
+        return self._transport.get_extra_info(name)
 
-    def _is_readable(self) -> bool:
+    def is_readable(self) -> bool:
         """True if the server sent something or closed: an idle connection not to reuse. The
         loop may not have seen a close yet, so an idle socket is polled once."""
         buffer = self._buffer
-        if self._ready or buffer.chunks or buffer.eof or buffer.lost or self._closed:
+        if buffer.chunks or buffer.eof or buffer.lost or self._closed:
             return True
         sock = self._transport.get_extra_info("socket")
         if sock is None or sock.fileno() < 0:
@@ -499,7 +277,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         return bool(readable)
 
 
-class AsyncioBackend(httpcore.AsyncNetworkBackend):
+class AsyncioBackend:
     """Opens :class:`AsyncioStream` connections on the running loop."""
 
     def __init__(self, coalesce_s: float | None = None) -> None:
@@ -511,64 +289,22 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         port: int,
         timeout: float | None = None,
         local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+        socket_options: Iterable[tuple[int, int, int]] | None = None,
+    ) -> AsyncioStream:
         loop = asyncio.get_running_loop()
         local = (local_address, 0) if local_address else None
-        return await self._connect(
-            loop.create_connection(self._buffer_factory(loop), host, port, local_addr=local,
-                                   happy_eyeballs_delay=_HAPPY_EYEBALLS_S),
-            timeout, socket_options)
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
-        return await self._connect(loop.create_unix_connection(self._buffer_factory(loop), path),
-                                   timeout, socket_options)
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-    def _buffer_factory(self, loop: asyncio.AbstractEventLoop) -> Any:
-        return lambda: _ReadBuffer(loop, self.coalesce_s)
-
-    async def _connect(self, opening: Any, timeout: float | None,
-                       socket_options: Iterable[Any] | None) -> AsyncioStream:
+        opening = loop.create_connection(
+            lambda: _ReadBuffer(loop, self.coalesce_s), host, port, local_addr=local,
+            happy_eyeballs_delay=_HAPPY_EYEBALLS_S)
         try:
             async with asyncio.timeout(timeout):
                 transport, buffer = await opening
         except TimeoutError:
-            raise httpcore.ConnectTimeout("timed out connecting") from None
+            raise httpx.ConnectTimeout("timed out connecting") from None
         except OSError as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
         sock: socket.socket | None = transport.get_extra_info("socket")
         for option in socket_options or ():
             if sock is not None:
                 sock.setsockopt(*option)
         return AsyncioStream(transport, buffer)
-
-
-def asyncio_transport(limits: Any, ssl_context: ssl.SSLContext | None = None) -> Any:
-    """An ``httpx.AsyncHTTPTransport`` whose connection pool runs on :class:`AsyncioBackend`;
-    TLS, HTTP/1.1, keep-alive and the pool are httpx's and httpcore's as before. The SSL context
-    is httpx's default (certifi, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``) unless one is given."""
-    import httpx
-
-    context = ssl_context or httpx.create_ssl_context()
-
-    class AsyncioTransport(httpx.AsyncHTTPTransport):
-        def __init__(self) -> None:
-            super().__init__(verify=context, limits=limits)
-            self._pool = httpcore.AsyncConnectionPool(
-                ssl_context=context,
-                max_connections=limits.max_connections,
-                max_keepalive_connections=limits.max_keepalive_connections,
-                keepalive_expiry=limits.keepalive_expiry,
-                network_backend=AsyncioBackend(),
-            )
-
-    return AsyncioTransport()

@@ -4,9 +4,10 @@ Every direct request goes through it, so connections to a provider are reused (H
 instead of opened per call. An httpx client belongs to the event loop it first ran on, so there is
 one per running loop (a program has one; each test has its own). ``close_shared_client`` closes
 the running loop's client once no stream is open on it (``Agent.close`` calls it); the next
-request opens a new one. Its connection pool runs on ``asyncio_backend`` (an asyncio protocol with
-read coalescing: a fraction of the CPU of httpx's default backend for a fast stream). httpx is
-imported on first use only. Tested in
+request opens a new one. Its transport is the direct path's own HTTP/1.1 (``http11``: a
+keep-alive pool on ``asyncio_backend``'s connections, an asyncio protocol with read coalescing),
+a fraction of the CPU of httpx's default stack per request and per read. httpx is imported on
+first use only. Tested in
 ``tests/test_openai_http.py`` (``test_requests_share_one_keep_alive_connection``,
 ``test_agent_close_closes_the_idle_client``).
 """
@@ -32,13 +33,13 @@ def shared_client() -> Any:
     if client is None or client.is_closed:
         import httpx
 
-        from tui_agent.models.asyncio_backend import asyncio_transport
+        from tui_agent.models.http11 import transport as http11_transport
 
         # Timeouts are set per request (see openai_http.Timeouts); these limits keep enough
         # idle connections for several panes streaming from one provider at once.
         limits = httpx.Limits(max_connections=100, max_keepalive_connections=20,
                               keepalive_expiry=30.0)
-        transport = asyncio_transport(limits)
+        transport = http11_transport(limits)
         client = httpx.AsyncClient(transport=transport, limits=limits, follow_redirects=False)
         _clients[loop] = client
         _transports[loop] = (transport, dict(client.headers))

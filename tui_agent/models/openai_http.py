@@ -518,7 +518,7 @@ def _decoded(payloads: list[bytes]) -> Iterator[Any]:
 
 def _body_of(response: Any) -> AsyncIterator[bytes]:
     """The decoded body's pieces: without a content encoding, straight from the response's
-    stream (``httpx.Response.stream``, which maps httpcore's errors to httpx's), not through
+    stream (``httpx.Response.stream``: the transport's, ``http11``), not through
     ``aiter_bytes``/``aiter_raw``, two layers (an identity decoder, two byte chunkers) that
     each piece climbed for nothing."""
     stream = getattr(response, "stream", None)
