@@ -4,7 +4,7 @@ reads end, one piece per read; bodies framed by length, by chunks and by the clo
 answers skipped; kept-alive connections reused, and not when either side says close, when the
 server closed an idle one or when a body was not read to its end; every malformed answer a
 ``RemoteProtocolError`` naming what is wrong; the pool's limit and timeout; closing the
-transport ends a read waiting on it."""
+transport ends a read waiting on it and a request waiting for room."""
 
 from __future__ import annotations
 
@@ -296,6 +296,33 @@ async def test_the_pool_holds_its_limit_and_a_request_waits_for_room_then_times_
             await http.get(url, timeout=httpx.Timeout(5, pool=0.05))
         release.set()
         assert (await holding).text == "ok"
+    assert connections == [1]
+
+
+async def test_a_request_waiting_for_room_when_the_transport_closes_opens_nothing(
+    serve: Start,
+) -> None:
+    asked = asyncio.Event()
+    connections: list[int] = []
+
+    async def never_answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        await reader.readuntil(b"\r\n\r\n")
+        asked.set()
+        await reader.read()
+
+    port = await serve(never_answers)
+    pool = transport(httpx.Limits(max_connections=1))
+    url = f"http://127.0.0.1:{port}/"
+    first = asyncio.ensure_future(pool.handle_async_request(httpx.Request("GET", url)))
+    await asyncio.wait_for(asked.wait(), 5)
+    second = asyncio.ensure_future(pool.handle_async_request(httpx.Request("GET", url)))
+    await asyncio.sleep(0)  # it waits for the one connection
+    await pool.aclose()
+    with pytest.raises(httpx.ReadError):
+        await asyncio.wait_for(first, 5)
+    with pytest.raises(RuntimeError, match="closed"):
+        await asyncio.wait_for(second, 5)
     assert connections == [1]
 
 

@@ -92,10 +92,10 @@ class Http11Transport(httpx.AsyncBaseTransport):
                           ) -> _Connection:
         """An idle connection to ``origin`` still good to use, else a new one once the pool
         has room for it (``PoolTimeout`` past the pool timeout)."""
-        if self._closed:
-            raise RuntimeError("the HTTP transport was closed")
         loop = asyncio.get_running_loop()
         while True:
+            if self._closed:  # before, or while this request waited for room
+                raise RuntimeError("the HTTP transport was closed")
             idle = self._idle.get(origin)
             while idle:
                 connection = idle.pop()  # the most recently used: the least likely stale
@@ -129,6 +129,8 @@ class Http11Transport(httpx.AsyncBaseTransport):
             async with asyncio.timeout(timeout):
                 await waiter
         except TimeoutError:
+            if waiter.done() and not waiter.cancelled():  # room came as time ran out: pass it on
+                self._make_room()
             raise httpx.PoolTimeout(
                 f"no connection free within {timeout:g} s ({len(self._every)} open)") from None
         finally:
