@@ -49,7 +49,7 @@ async def run_notify(args: argparse.Namespace) -> int:
         for outcome in outcomes:
             record, decision = outcome["record"], outcome["decision"]
             err.print(f"[bold]{decision['action']}[/bold] ({decision.get('reason', '')}){who}",
-                      highlight=False)
+                      highlight=False, soft_wrap=True)  # one line, as the lean path writes it
             print(json.dumps({"record": _plain(record), "decision": _plain(decision)},
                              default=str, ensure_ascii=False))
         await agent.wait_for_local_runs()  # --wait: a run it woke lives here, let it finish
