@@ -1,6 +1,7 @@
 """The store's one shared change poller (tui_agent/store/changes.py): many subscribers, one
 poller; a commit by another process reaches every subscriber, with inotify and without; the
-poller stops with the last subscriber; this process's appends arrive without a poll.
+poller stops with the last subscriber; this process's appends arrive without a poll; the search
+index catching up (a quiet commit) wakes nobody and is not taken for another process's.
 
 Waits are on conditions with a bound (``until``), never sleeps."""
 
@@ -18,10 +19,11 @@ from typing import Any
 import pytest
 from helpers.common import until
 
+import tui_agent.store.sqlite as sqlite_module
 from tui_agent import Agent, Memory, SqliteStore
 from tui_agent.store import changes
 from tui_agent.store.changes import ChangeFeed
-from tui_agent.store.records import EventIn
+from tui_agent.store.records import EventIn, MessageIn
 from tui_agent.store.wal_watch import WalWatch
 from tui_agent.testing import ScriptedModel
 
@@ -241,5 +243,33 @@ async def test_memory_changes_wakes_on_any_commit_here_or_elsewhere(
             await write_from_another_process(db, "t")  # another one
             assert await watch.wait(BOUND_S)
         assert not memory.changes.running
+    finally:
+        await store.close()
+
+
+async def test_the_search_index_catching_up_wakes_no_watch(
+    tmp_path: Path, hearing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_module, "INDEX_AFTER_S", 60.0)  # this test says when it indexes
+    store = SqliteStore(tmp_path / "quiet.db")
+    await store.ensure_thread("t", R)
+    feed = ChangeFeed.of(store)
+
+    async def settled() -> None:  # a few polls, and no look under way
+        polls = feed.polls
+        await until(lambda: feed.polls >= polls + 3 and not feed.tasks, "three polls")
+
+    try:
+        with feed.watch() as watch:  # a local watch: woken by this process's commits too
+            assert await watch.wait(BOUND_S)  # the first wake: read what is there
+            await store.append("t", R, messages=[MessageIn("user", "index me later")])
+            assert await watch.wait(BOUND_S)  # the append: a commit a watch reads
+            await settled()
+            watch.event.clear()
+            wakes = feed.wakes
+            await store.index_trailing_messages()  # what a search does first: a quiet commit
+            assert store.quiet_commits == 1
+            await settled()
+            assert feed.wakes == wakes and not watch.event.is_set()
     finally:
         await store.close()

@@ -1,7 +1,9 @@
 """Full-text search over messages (issue 23): a store opened on messages stored before search
-existed indexes them (the migration, on SQLite and PostgreSQL); the index is written in the
-message's own transaction (a rolled-back message is never found); a large signal kept out of its
-row is found; the query's words and the snippet (tui_agent.text). The search itself is checked on
+existed indexes them (the migration, on SQLite and PostgreSQL); a rolled-back message is never
+found; on SQLite the index trails the log by a moment (issue 22): it takes the messages after
+the writes that stored them with no search asked, a search first indexes what another process
+left unindexed, and a store of schema 6 keeps its index; a large signal kept out of its row is
+found; the query's words and the snippet (tui_agent.text). The search itself is checked on
 every store by the contract suite (tests/store_contract.py)."""
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from helpers.common import until
 from store_contract import user_signal
 
 from tui_agent.store import Store, open_store
@@ -109,6 +112,75 @@ async def test_a_message_rolled_back_is_not_found(tmp_path: Path) -> None:
             await store.append("t", "r", messages=[MessageIn("user", "phantom")], fence="gone")
         assert await store.search_messages("phantom") == []
         assert await store.list_messages("t") == []
+    finally:
+        await store.close()
+
+
+def _indexed(path: Path) -> set[int]:
+    """The seqs of the messages SQLite's search index holds (read beside the store)."""
+    with sqlite3.connect(path) as db:
+        return {row[0] for row in db.execute("SELECT rowid FROM message_search")}
+
+
+async def test_the_sqlite_index_takes_messages_after_their_writes_with_no_search(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.sqlite"
+    store = open_store(path)
+    try:
+        await store.append("t", "r", messages=[MessageIn("user", "catch me"),
+                                               MessageIn("assistant", "caught"),
+                                               MessageIn("tool", "tools are not searched")])
+        stored = {m.seq: m.role for m in await store.list_messages("t")}
+        searched = {seq for seq, role in stored.items() if role != "tool"}
+        assert store.quiet_commits == 0  # not in the write's own transaction
+        await until(lambda: _indexed(path) == searched, "the index to take the messages")
+        assert store.quiet_commits == 1  # in one of its own, for all three
+    finally:
+        await store.close()
+
+
+async def test_a_search_first_indexes_what_another_process_left_unindexed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.sqlite"
+    store = open_store(path)
+    await store.ensure_thread("t", "r")
+    await store.close()
+    with sqlite3.connect(path) as db:  # a process that died between its write and its index
+        db.execute("INSERT INTO messages(id, thread_id, resource_id, role, content, created_at)"
+                   " VALUES (?, 't', 'r', 'user', ?, 1.0)", (new_id(), dumps("left behind")))
+    assert _indexed(path) == set()
+    store = open_store(path)
+    try:
+        assert [h.text for h in await store.search_messages("behind")] == ["left behind"]
+        assert len(_indexed(path)) == 1
+    finally:
+        await store.close()
+
+
+async def test_a_sqlite_store_of_schema_6_keeps_its_index_and_trails_from_then_on(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "six.sqlite"
+    with sqlite3.connect(path) as db:
+        for migration in sqlite_schema.MIGRATIONS[:6]:
+            db.executescript(migration)
+        db.execute("INSERT INTO threads VALUES ('t', 'r', 'old one', '{}', 1, 1)")
+        db.executemany("INSERT INTO messages(id, thread_id, resource_id, role, content,"
+                       " created_at) VALUES (?,?,?,?,?,?)", _old_rows())  # indexed as stored
+        db.execute("PRAGMA user_version=6")
+    path.chmod(0o600)
+    store = open_store(path)
+    try:
+        hits = await store.search_messages("kubernetes")
+        assert [(h.role, h.text) for h in hits] == [("user", "an old question about kubernetes")]
+        with sqlite3.connect(path) as db:
+            assert db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"
+                              " AND name = 'messages_search'").fetchall() == []
+            assert db.execute("SELECT seq FROM search_mark").fetchall() == [(3,)]
+        await store.append("t", "r", messages=[MessageIn("assistant", "kubernetes it is")])
+        assert len(await store.search_messages("kubernetes")) == 2
     finally:
         await store.close()
 

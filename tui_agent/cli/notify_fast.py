@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-SCHEMA_VERSION = 6  # tui_agent.store.schema.SCHEMA_VERSION (tests/test_cli_notify.py)
+SCHEMA_VERSION = 7  # tui_agent.store.schema.SCHEMA_VERSION (tests/test_cli_notify.py)
 MAX_TEXT_BYTES = 1_000_000  # tui_agent.signals.limits.InputLimits' defaults
 MAX_ID_LENGTH = 256
 PRIORITIES = ("low", "medium", "high", "urgent")

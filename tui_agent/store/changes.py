@@ -28,7 +28,10 @@ waiting-signals view each hold a watch, then read only what concerns them. Guara
 - This process's own commits wake ``local`` watches at the next poll but do not speed the poller
   up (a no-op commit every second, the dispatcher's claim, would keep it fast forever); readers
   that must see this process's appends at once (subscriptions) are woken by the store's
-  listeners instead.
+  listeners instead. Its *quiet* commits (``quiet_commits``: SQLite's search index catching up,
+  which changes nothing a watch reads) wake nobody and are not taken for another process's:
+  the store counts one before its COMMIT, and the poller compares the count with the one at
+  its last poll that saw a commit, so a poll that falls between the two cannot lose it.
 
 How it polls: a store on a file (``path``) is probed in the poller's own thread on its own
 SQLite connection (which never writes): ``PRAGMA data_version`` there costs microseconds and
@@ -81,6 +84,14 @@ class ChangeSource(Protocol):
     def local_commits(self) -> int:
         """How many write transactions were committed through this store object."""
         ...
+
+    # A store may also count ``quiet_commits`` (read with getattr: 0 where it has none): its
+    # commits that change nothing a watch reads, not in ``local_commits``, each counted
+    # before it commits.
+
+
+def _quiet_commits(store: object) -> int:
+    return getattr(store, "quiet_commits", 0)
 
 
 class ChangeWatch:
@@ -226,18 +237,22 @@ class ChangeFeed:
             if foreign or watch.local:
                 watch.event.set()
 
-    async def sort_out(self) -> None:
+    async def sort_out(self, local: bool = True) -> None:
         """This process and maybe another committed since the last poll: the store's own
-        ``data_version()`` (moved by other connections only) tells whether another did."""
+        ``data_version()`` (moved by other connections only) tells whether another did.
+        ``local=False``: this process's were all quiet commits (they wake nobody)."""
         if not self._watches:
             return  # stopped meanwhile: the store may be closed, and a query would reopen it
         try:
             version = await self.store.data_version()
         except Exception:
             version = None
+        if self._own_version is None:  # no look yet: the store's own first one, if it took one
+            self._own_version = getattr(self.store, "opened_data_version", None)
         foreign = version is None or version != self._own_version
         self._own_version = version
-        self.wake(foreign=foreign)
+        if foreign or local:
+            self.wake(foreign=foreign)
 
 
 class _Poller(threading.Thread):
@@ -289,7 +304,7 @@ class _Poller(threading.Thread):
 
     def _loop(self, probe: Callable[[], int], *, sees_own: bool) -> None:
         feed = self.feed
-        version, commits = self._first_marker(probe)
+        version, commits, quiet = self._first_marker(probe)
         interval = feed.idle_s
         hurry_until = 0.0  # after a write was heard: its commit shows a moment later
         while (told := self._wait(interval)) is not None:
@@ -298,6 +313,7 @@ class _Poller(threading.Thread):
             try:
                 new_version = probe()
                 new_commits = feed.store.local_commits
+                new_quiet = _quiet_commits(feed.store)
             except Exception:  # the store is unreadable or gone: its readers will say why
                 log.debug("change feed poll failed", exc_info=True)
                 self._to_loop(feed.wake, foreign=True, news=False)
@@ -305,9 +321,12 @@ class _Poller(threading.Thread):
                 continue
             feed.polls += 1
             moved, local = new_version != version, new_commits != commits
+            quietly = moved and new_quiet != quiet  # counted since the last commit seen
             version, commits = new_version, new_commits
-            if moved and local and sees_own:
-                self._to_loop(self._sort_out)  # ours, or ours and another's?
+            if moved:
+                quiet = new_quiet
+            if moved and (local or quietly) and sees_own:
+                self._to_loop(self._sort_out, local=local)  # ours, or ours and another's?
             elif moved or local:
                 self._to_loop(feed.wake, foreign=moved)
             if told:
@@ -360,7 +379,7 @@ class _Poller(threading.Thread):
         if self._told is not None:
             self._told.close()
 
-    def _first_marker(self, probe: Callable[[], int]) -> tuple[int, int]:
+    def _first_marker(self, probe: Callable[[], int]) -> tuple[int, int, int]:
         """The marker to compare with, then every watch woken once: one that read before this
         marker was taken must read again (a commit may lie between its read and this)."""
         try:
@@ -368,9 +387,9 @@ class _Poller(threading.Thread):
             self.feed.polls += 1
         except Exception:
             version = -1  # the first poll retries and reports
-        commits = self.feed.store.local_commits
+        commits, quiet = self.feed.store.local_commits, _quiet_commits(self.feed.store)
         self._to_loop(self.feed.wake, foreign=True, news=False)
-        return version, commits
+        return version, commits, quiet
 
     def _open_probe(self) -> tuple[Callable[[], int], Callable[[], None] | None]:
         if self._path is None:
@@ -396,8 +415,9 @@ class _Poller(threading.Thread):
         # Stopped meanwhile: the store may be closed by now, and a query would reopen it.
         return -1 if self._stopped.is_set() else await self.feed.store.data_version()
 
-    def _sort_out(self) -> None:
-        task = self.loop.create_task(self.feed.sort_out(), name="tui-agent change feed: sort out")
+    def _sort_out(self, local: bool = True) -> None:
+        task = self.loop.create_task(self.feed.sort_out(local),
+                                     name="tui-agent change feed: sort out")
         self.feed.tasks.add(task)  # asyncio keeps only a weak reference
         task.add_done_callback(self.feed.tasks.discard)
 

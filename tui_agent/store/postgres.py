@@ -454,6 +454,9 @@ class PostgresDatabase:
         async with self.store.transaction() as conn:
             yield _PostgresSession(conn)
 
+    async def index_trailing_messages(self) -> None:
+        """Nothing trails: a trigger indexes each message in the transaction storing it."""
+
 
 class _PostgresSession:
     """Statements on one pooled connection, inside the store's open transaction."""

@@ -54,6 +54,11 @@ class Database(Protocol):
         statements given to its session are in the dialect's spelling already."""
         ...
 
+    async def index_trailing_messages(self) -> None:
+        """Index for search the messages stored and not indexed yet (``store/search.py``):
+        nothing to do where the index is kept in the transaction that stores a message."""
+        ...
+
 
 async def first(database: Database, sql: str, args: Args = ()) -> Row | None:
     """The first row of a read, or None."""

@@ -19,7 +19,7 @@ def _json_text(source: str, path: str) -> str:
     END)"""
 
 
-def _message_text(row: str) -> str:
+def message_text(row: str) -> str:
     """The searchable text of message row ``row`` (SQL): its signal's ``contents`` for the
     history message of a signal, else its content (see :func:`_json_text`)."""
     signal = (
@@ -210,7 +210,7 @@ MIGRATIONS: list[str] = [
     );
     """,
     # 5: full-text search over messages (issue 23): an FTS5 index of each user and assistant
-    #    message's text (its first 100,000 characters, see _message_text), kept current by
+    #    message's text (its first 100,000 characters, see message_text), kept current by
     #    triggers on messages: the transaction that stores a message indexes it, and a deleted
     #    message leaves the index. Filled here from the messages stored before. Read by
     #    store/search.py. The prefix indexes (of 2, 3 and 4 characters) answer a short prefix
@@ -222,7 +222,7 @@ MIGRATIONS: list[str] = [
         WHEN NEW.role IN ('user', 'assistant')
     BEGIN
         INSERT INTO message_search(rowid, body)
-            SELECT NEW.seq, body FROM (SELECT substr({_message_text("NEW")}, 1, 100000) AS body)
+            SELECT NEW.seq, body FROM (SELECT substr({message_text("NEW")}, 1, 100000) AS body)
             WHERE body IS NOT NULL AND body != '';
     END;
     CREATE TRIGGER messages_unsearch AFTER DELETE ON messages
@@ -231,7 +231,7 @@ MIGRATIONS: list[str] = [
     END;
     INSERT INTO message_search(rowid, body)
         SELECT seq, body FROM (
-            SELECT m.seq AS seq, substr({_message_text("m")}, 1, 100000) AS body
+            SELECT m.seq AS seq, substr({message_text("m")}, 1, 100000) AS body
             FROM messages m WHERE m.role IN ('user', 'assistant'))
         WHERE body IS NOT NULL AND body != '';
     """,
@@ -264,6 +264,17 @@ MIGRATIONS: list[str] = [
     CREATE INDEX tool_approvals_by_call ON tool_approvals(run_id, tool_call_id);
     CREATE INDEX tool_approvals_untaken ON tool_approvals(run_id) WHERE taken_by IS NULL;
     CREATE INDEX tool_approvals_by_status ON tool_approvals(status, seq);
+    """,
+    # 7: the search index trails the log by a moment (issue 22): the trigger of 5 indexed each
+    #    message in the transaction that stored it (a woken run's first delta waited on it);
+    #    now the messages past ``search_mark`` are indexed in a transaction of their own a
+    #    moment after the writes that stored them (``SqliteStore``), and before every search
+    #    (``store.search``): a search still sees every committed message. Everything stored
+    #    before was indexed by the trigger.
+    """
+    DROP TRIGGER messages_search;
+    CREATE TABLE search_mark (seq INTEGER NOT NULL);
+    INSERT INTO search_mark(seq) SELECT COALESCE(MAX(seq), 0) FROM messages;
     """,
 ]
 

@@ -1,7 +1,11 @@
 """Full-text search over messages, on either store: SQLite's FTS5 index and PostgreSQL's
-``tsvector`` one, both kept by triggers on ``messages`` in the transaction that stores a
-message (schema migration 5 of each), so a search sees every committed message and nothing
-else.
+``tsvector`` one. PostgreSQL's is kept by triggers on ``messages`` in the transaction that
+stores a message (its schema migration 5). SQLite's trails the log by a moment (its migration
+7): the messages past ``search_mark`` are indexed in a transaction of their own
+``INDEX_AFTER_S`` after the writes that stored them (``SqliteStore``: off the path of a woken
+run's first delta, which waited on the index), and a search first indexes whatever still
+trails (:func:`index_trailing`, any process's). Either way a search sees every committed
+message and nothing else.
 
 The query language is the same on both: words (each matches a word it begins, case folded; a
 one-letter word only itself),
@@ -12,11 +16,13 @@ stores (tests/store_contract.py), tests/test_search.py; speed: benchmarks/bench_
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Final
 
 from tui_agent.store.records import MessageHit
 from tui_agent.store.roles import Database
 from tui_agent.store.rows import at
+from tui_agent.store.schema import message_text
 from tui_agent.text import search_terms
 
 _COLUMNS: Final = (
@@ -39,6 +45,36 @@ _STATEMENTS: Final = {
         " ORDER BY f.seq DESC LIMIT ?",
     ),
 }
+
+
+# SQLite: whether messages wait past the mark (the highest seq ever given, from AUTOINCREMENT's
+# own table, beside the mark), and indexing them (schema migration 7).
+_TRAILS: Final = ("SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'messages')"
+                  " > (SELECT seq FROM search_mark)")
+_INDEX_TRAILING: Final = (
+    "INSERT INTO message_search(rowid, body) SELECT seq, body FROM ("
+    f" SELECT m.seq AS seq, substr({message_text('m')}, 1, 100000) AS body FROM messages m"
+    " WHERE m.seq > (SELECT seq FROM search_mark) AND m.role IN ('user', 'assistant'))"
+    " WHERE body IS NOT NULL AND body != ''"
+)
+_MOVE_MARK: Final = ("UPDATE search_mark SET seq = MAX(seq, COALESCE("
+                     "(SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0))")
+
+
+def trails(conn: sqlite3.Connection) -> bool:
+    """Messages wait to be indexed (a read of two rows)."""
+    row = conn.execute(_TRAILS).fetchone()
+    return bool(row and row[0])
+
+
+def index_trailing(conn: sqlite3.Connection) -> int:
+    """The body of a write transaction (``SqliteStore.write``): index the user and assistant
+    messages stored past the mark, any process's, and move the mark past them; how many were
+    indexed. Inside the transaction no other writer can store a message meanwhile, and seqs
+    only grow, so none is skipped or indexed twice."""
+    indexed = conn.execute(_INDEX_TRAILING).rowcount
+    conn.execute(_MOVE_MARK)
+    return indexed
 
 
 def match_expression(dialect: str, terms: list[tuple[str, ...]]) -> str:
@@ -71,6 +107,7 @@ class MessageSearch:
         terms = search_terms(query)
         if not terms or limit <= 0:
             return []
+        await self.database.index_trailing_messages()
         dialect = self.database.dialect
         statement, by_thread, order = _STATEMENTS[dialect.name]
         args: list[object] = [match_expression(dialect.name, terms)]

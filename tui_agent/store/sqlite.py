@@ -28,6 +28,7 @@ Tests: ``tests/test_store.py`` and the contract, ``tests/test_store_contract.py`
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import time
@@ -57,6 +58,7 @@ from tui_agent.store.records import (
 )
 from tui_agent.store.roles import Args, Door, Row, Session
 from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
+from tui_agent.store.search import index_trailing, trails
 from tui_agent.store.writes import Txn
 
 if TYPE_CHECKING:
@@ -68,6 +70,9 @@ Ts = TypeVarTuple("Ts")
 Body = Callable[[sqlite3.Connection, *Ts], T]
 
 BUSY_TIMEOUT_MS = 30_000
+INDEX_AFTER_S = 0.2  # how long stored messages wait for the search index (a search: none)
+
+log = logging.getLogger(__name__)
 
 __all__ = [  # the records' own module is tui_agent.store.records; these stay importable here
     "EventIn",
@@ -109,6 +114,10 @@ class SqliteStore(ComposedStore):
         self._leading = False  # a lone write runs in its caller's task (see write)
         self._listeners: dict[str, set[asyncio.Event]] = {}
         self._commits = 0  # write transactions committed through this object
+        self._quiet_commits = 0  # the search index's own (see quiet_commits)
+        self._opened_version: int | None = None  # data_version() when its connection opened
+        self._index_due = False  # messages wait for the search index, and their time came
+        self._index_timer: _LoopTimer | None = None  # when the index step is due
         super().__init__(SqliteDatabase(self), self)
 
     def __repr__(self) -> str:
@@ -157,6 +166,8 @@ class SqliteStore(ComposedStore):
             await db.execute("PRAGMA synchronous=NORMAL")
             await db.execute("PRAGMA foreign_keys=ON")
             await self._migrate(db)
+            found = await db.execute_fetchall("PRAGMA data_version")
+            self._opened_version = int(next(iter(found))[0])
         except BaseException as error:
             await db.close()  # a file we cannot use (e.g. newer schema) must not leak a thread
             raise unusable_store_error(self.path, error) or error from None
@@ -184,6 +195,9 @@ class SqliteStore(ComposedStore):
             raise
 
     async def close(self) -> None:
+        if self._index_timer is not None:  # what waits for the index is indexed now
+            self._index_timer.handle.cancel()
+            self._index_now()
         writer = self._writer
         if writer is not None and not writer.done():
             await asyncio.gather(writer, return_exceptions=True)  # queued writes commit first
@@ -205,6 +219,7 @@ class SqliteStore(ComposedStore):
                 raise
             await db.execute("COMMIT")
             self._commits += 1
+        self._index_soon()  # it may have stored messages: the index step looks, in a moment
 
     async def write(self, body: Body[*Ts, T], *args: *Ts) -> T:
         """Run ``body(conn, *args)`` (a function of ``tui_agent.store.txn``) whole inside a
@@ -237,13 +252,16 @@ class SqliteStore(ComposedStore):
             assert self._write_lock is not None
             async with self._write_lock:
                 try:
-                    result = await run_with_connection(db, txn.in_transaction, body, *args)
+                    result, unindexed = await run_with_connection(
+                        db, _then_trails, txn.in_transaction, body, *args)
                 except sqlite3.Error as error:
                     raise self._typed(error) from error
                 self._commits += 1
-                return result
         finally:
             self._leading = False
+        if unindexed:
+            self._index_soon()
+        return result
 
     def _typed(self, error: BaseException) -> BaseException:
         """A full disk (or ``max_page_count``) as one clear ``StoreFullError`` naming the
@@ -271,15 +289,39 @@ class SqliteStore(ComposedStore):
 
     def _enqueue(self, queued: _Queued) -> None:
         self._queue.append(queued)
+        self._start_writer()
+
+    def _start_writer(self) -> None:
         if self._writer is None:
             loop = asyncio.get_running_loop()
             self._writer = loop.create_task(self._drain(), name=f"{self!r} writer")
 
+    def _index_soon(self) -> None:
+        """Messages were stored: the writer indexes them for search :data:`INDEX_AFTER_S` from
+        now, after the writes queued then. Not at once: a woken run's model call starts right
+        after its routing commits, and an index transaction then (the writer's thread, the
+        GIL, two cores) slowed its first delta more than the index in the routing's own
+        transaction did (issue 22). Messages stored meanwhile join the same step."""
+        loop = asyncio.get_running_loop()
+        timer = self._index_timer
+        if timer is None or timer.loop is not loop:  # none yet, or one of a loop gone since
+            self._index_timer = _LoopTimer(loop, loop.call_later(INDEX_AFTER_S, self._index_now))
+
+    def _index_now(self) -> None:
+        self._index_timer = None
+        self._index_due = True
+        self._start_writer()
+
     async def _drain(self) -> None:
-        """The store's one writer: commit the queue, a group at a time, until it is empty."""
+        """The store's one writer: commit the queue, a group at a time, until it is empty; and
+        index for search what its writes stored, when that is due."""
         try:
             db = await self._conn()
-            while self._queue:
+            while self._queue or self._index_due:
+                if not self._queue:
+                    self._index_due = False
+                    await self._index(db)
+                    continue
                 if self.group_commit:
                     group, self._queue = self._queue, []
                 else:
@@ -318,17 +360,51 @@ class SqliteStore(ComposedStore):
         if len(group) == 1:  # alone: no savepoint needed, an error rolls back the whole
             try:
                 alone = group[0]
-                value = await run_with_connection(  # the queue holds writes of any arguments
-                    db, txn.in_transaction, alone.body, *alone.args  # pyright: ignore[reportArgumentType]
+                value, unindexed = await run_with_connection(  # writes of any arguments
+                    db, _then_trails, txn.in_transaction, alone.body, *alone.args  # pyright: ignore[reportArgumentType]
                 )
             except Exception as error:
                 return [txn.Outcome(error=error)]
             self._commits += 1
+            if unindexed:
+                self._index_soon()
             return [txn.Outcome(value)]
         writes = [(queued.body, queued.args) for queued in group]
-        outcomes = await run_with_connection(db, txn.in_group, writes)
+        outcomes, unindexed = await run_with_connection(db, _then_trails, txn.in_group, writes)
         self._commits += 1
+        if unindexed:
+            self._index_soon()
         return outcomes
+
+    async def _index(self, db: aiosqlite.Connection) -> None:
+        """Index the messages that trail (``store/search.py``). A failure is only logged: the
+        mark stays, and the next search (or index step) takes them."""
+        assert self._write_lock is not None
+        try:
+            async with self._write_lock:
+                await run_with_connection(db, self._index_if_trailing)
+        except Exception as error:
+            log.warning("indexing messages for search in %s failed: %s", self.path, error)
+
+    def _index_if_trailing(self, conn: sqlite3.Connection) -> None:
+        """On the connection's thread: a transaction only if messages trail (another process's
+        search or index step may have taken them meanwhile), counted quiet before its COMMIT,
+        so the change feed never sees it committed before it is counted."""
+        if trails(conn):
+            txn.in_transaction(conn, self._counted_quiet)
+
+    def _counted_quiet(self, conn: sqlite3.Connection) -> None:
+        index_trailing(conn)
+        self._quiet_commits += 1  # only this thread writes it (the loop reads it)
+
+    async def index_trailing_messages(self) -> None:
+        """Index for search the messages stored (by any process) and not indexed yet: a
+        search sees every committed message (``store/search.py``)."""
+        db = await self._conn()
+        if await run_with_connection(db, trails):
+            assert self._write_lock is not None
+            async with self._write_lock:  # as the writer's own index step: a quiet commit
+                await run_with_connection(db, self._index_if_trailing)
 
     async def fetchall(self, sql: str, params: Args = ()) -> list[Row]:
         db = await self._conn()
@@ -367,6 +443,19 @@ class SqliteStore(ComposedStore):
         row = await self.fetchone("PRAGMA data_version")
         assert row is not None  # a pragma always answers
         return int(row[0])
+
+    @property
+    def opened_data_version(self) -> int | None:
+        """:meth:`data_version` as its connection read it when it opened: the change feed's
+        first look, for a store it has not looked at yet (None before the store opened)."""
+        return self._opened_version
+
+    @property
+    def quiet_commits(self) -> int:
+        """The search index's transactions (``store/search.py``), not in
+        :attr:`local_commits`: they change nothing a watch reads, so the change feed wakes
+        nobody for them, and does not take them for another process's commits."""
+        return self._quiet_commits
 
     @property
     def local_commits(self) -> int:
@@ -589,6 +678,21 @@ async def _run_script(db: aiosqlite.Connection, script: str) -> None:
 
 
 
+@dataclass(slots=True)
+class _LoopTimer:
+    loop: asyncio.AbstractEventLoop
+    handle: asyncio.TimerHandle
+
+
+def _then_trails(
+    conn: sqlite3.Connection, run: Callable[..., T], *args: Any
+) -> tuple[T, bool]:
+    """``run(conn, *args)`` (a whole transaction), then whether messages wait to be indexed
+    for search: one read on the same hop to the connection's thread."""
+    value = run(conn, *args)
+    return value, trails(conn)
+
+
 class SqliteDatabase:
     """The shared roles' way into a :class:`SqliteStore`: reads through its ``fetchall`` (one
     hop to the connection's thread each), writes in its ``BEGIN IMMEDIATE`` transaction."""
@@ -607,6 +711,9 @@ class SqliteDatabase:
     async def transaction(self) -> AsyncGenerator[Session]:
         async with self.store.transaction() as db:
             yield _SqliteSession(db)
+
+    async def index_trailing_messages(self) -> None:
+        await self.store.index_trailing_messages()
 
 
 class _SqliteSession:
