@@ -16,7 +16,7 @@ import pytest
 from helpers.common import until
 from store_contract import user_signal
 
-from tui_agent.store import Store, open_store
+from tui_agent.store import SqliteStore, Store, open_store
 from tui_agent.store import postgres_schema as pg_schema
 from tui_agent.store import schema as sqlite_schema
 from tui_agent.store.codec import dumps, new_id
@@ -126,7 +126,7 @@ async def test_the_sqlite_index_takes_messages_after_their_writes_with_no_search
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "s.sqlite"
-    store = open_store(path)
+    store = SqliteStore(path)
     try:
         await store.append("t", "r", messages=[MessageIn("user", "catch me"),
                                                MessageIn("assistant", "caught"),

@@ -42,7 +42,7 @@ async def test_a_wake_reaches_its_model_after_the_fewest_store_round_trips(
     async def counted(db: Any, fn: Any, *args: Any) -> Any:
         call = (fn, *args)
         if fn.__name__ == "_then_trails":  # a write, then (same hop) a look for what to index
-            fn, *args = args
+            fn, args = args[0], args[1:]
         inner = args[0] if fn.__name__ == "in_transaction" else fn
         name = inner.__name__ if inner.__name__ != "in_dialect" else args[1].__name__
         trips.append(name)
