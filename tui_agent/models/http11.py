@@ -271,8 +271,9 @@ class _Body(httpx.AsyncByteStream):
         if self._framing == _EMPTY:
             self._end(reusable=not self._connection.rest)
             return
-        pieces = (self._chunked() if self._framing == _CHUNKED else self._sized()
-                  if self._framing == _LENGTH else self._until_close())
+        pieces = (self._decoded(ChunkedDecoder(self._request)) if self._framing == _CHUNKED
+                  else self._decoded(_SizedBody(self._length)) if self._framing == _LENGTH
+                  else self._until_close())
         try:
             async for piece in pieces:
                 yield piece
@@ -280,8 +281,8 @@ class _Body(httpx.AsyncByteStream):
             await self.aclose()
             raise
 
-    async def _chunked(self) -> AsyncIterator[bytes]:
-        decoder = ChunkedDecoder(self._request)
+    async def _decoded(self, decoder: ChunkedDecoder | _SizedBody) -> AsyncIterator[bytes]:
+        """The body through ``decoder`` (by chunks or by length), read until it is done."""
         data = self._connection.rest
         self._connection.rest = b""
         while True:
@@ -296,29 +297,8 @@ class _Body(httpx.AsyncByteStream):
             data = await self._read()
             if not data:
                 raise httpx.RemoteProtocolError(
-                    "peer closed connection without sending complete message body: incomplete "
-                    "chunked read", request=self._request)
-
-    async def _sized(self) -> AsyncIterator[bytes]:
-        left = self._length
-        data = self._connection.rest
-        self._connection.rest = b""
-        while True:
-            piece, extra = data[:left], data[left:]
-            left -= len(piece)
-            if not left:
-                self._end(reusable=not extra)
-                if piece:
-                    yield piece
-                return
-            if piece:
-                yield piece
-            data = await self._read()
-            if not data:
-                raise httpx.RemoteProtocolError(
-                    "peer closed connection without sending complete message body: received "
-                    f"{self._length - left} bytes, expected {self._length}",
-                    request=self._request)
+                    "peer closed connection without sending complete message body: "
+                    + decoder.short(), request=self._request)
 
     async def _until_close(self) -> AsyncIterator[bytes]:
         data = self._connection.rest
@@ -407,6 +387,34 @@ class ChunkedDecoder:
 
     def _error(self, what: str) -> httpx.RemoteProtocolError:
         return httpx.RemoteProtocolError(f"bad chunked body: {what}", request=self._request)
+
+    def short(self) -> str:
+        """What is missing, once the connection closed before the body's end."""
+        return "incomplete chunked read"
+
+
+class _SizedBody:
+    """A body of ``length`` bytes (``Content-Length``) as it comes, as :class:`ChunkedDecoder`
+    gives one: :meth:`feed` returns the body's part of the bytes given; ``done`` once all
+    came, ``extra`` what came after."""
+
+    __slots__ = ("_left", "_length", "done", "extra")
+
+    def __init__(self, length: int) -> None:
+        self._length = self._left = length
+        self.done = False
+        self.extra = b""
+
+    def feed(self, data: bytes) -> bytes:
+        piece = data[:self._left]
+        self._left -= len(piece)
+        if not self._left:
+            self.done = True
+            self.extra = data[len(piece):]
+        return piece
+
+    def short(self) -> str:
+        return f"received {self._length - self._left} bytes, expected {self._length}"
 
 
 def _origin(url: httpx.URL) -> Origin:

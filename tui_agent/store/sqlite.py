@@ -379,12 +379,15 @@ class SqliteStore(ComposedStore):
     async def _index(self, db: aiosqlite.Connection) -> None:
         """Index the messages that trail (``store/search.py``). A failure is only logged: the
         mark stays, and the next search (or index step) takes them."""
-        assert self._write_lock is not None
         try:
-            async with self._write_lock:
-                await run_with_connection(db, self._index_if_trailing)
+            await self._index_step(db)
         except Exception as error:
             log.warning("indexing messages for search in %s failed: %s", self.path, error)
+
+    async def _index_step(self, db: aiosqlite.Connection) -> None:
+        assert self._write_lock is not None
+        async with self._write_lock:
+            await run_with_connection(db, self._index_if_trailing)
 
     def _index_if_trailing(self, conn: sqlite3.Connection) -> None:
         """On the connection's thread: a transaction only if messages trail (another process's
@@ -401,10 +404,8 @@ class SqliteStore(ComposedStore):
         """Index for search the messages stored (by any process) and not indexed yet: a
         search sees every committed message (``store/search.py``)."""
         db = await self._conn()
-        if await run_with_connection(db, trails):
-            assert self._write_lock is not None
-            async with self._write_lock:  # as the writer's own index step: a quiet commit
-                await run_with_connection(db, self._index_if_trailing)
+        if await run_with_connection(db, trails):  # a read: no write lock when none trail
+            await self._index_step(db)  # as the writer's own: a quiet commit
 
     async def fetchall(self, sql: str, params: Args = ()) -> list[Row]:
         db = await self._conn()
