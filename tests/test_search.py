@@ -38,17 +38,21 @@ def _old_rows() -> list[tuple[object, ...]]:
     ]
 
 
-async def test_a_sqlite_store_from_before_search_is_indexed_when_opened(tmp_path: Path) -> None:
-    path = tmp_path / "old.sqlite"
-    old = _before_search(sqlite_schema.MIGRATIONS)
+def _old_sqlite_store(path: Path, migrations: list[str]) -> None:
+    """A SQLite store file of an older schema (``migrations`` applied), holding _old_rows."""
     with sqlite3.connect(path) as db:
-        for migration in old:
+        for migration in migrations:
             db.executescript(migration)
         db.execute("INSERT INTO threads VALUES ('t', 'r', 'old one', '{}', 1, 1)")
         db.executemany("INSERT INTO messages(id, thread_id, resource_id, role, content,"
                        " created_at) VALUES (?,?,?,?,?,?)", _old_rows())
-        db.execute(f"PRAGMA user_version={len(old)}")
+        db.execute(f"PRAGMA user_version={len(migrations)}")
     path.chmod(0o600)
+
+
+async def test_a_sqlite_store_from_before_search_is_indexed_when_opened(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    _old_sqlite_store(path, _before_search(sqlite_schema.MIGRATIONS))
     store = open_store(path)
     try:
         hits = await store.search_messages("kubernetes")
@@ -163,14 +167,7 @@ async def test_a_sqlite_store_of_schema_6_keeps_its_index_and_trails_from_then_o
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "six.sqlite"
-    with sqlite3.connect(path) as db:
-        for migration in sqlite_schema.MIGRATIONS[:6]:
-            db.executescript(migration)
-        db.execute("INSERT INTO threads VALUES ('t', 'r', 'old one', '{}', 1, 1)")
-        db.executemany("INSERT INTO messages(id, thread_id, resource_id, role, content,"
-                       " created_at) VALUES (?,?,?,?,?,?)", _old_rows())  # indexed as stored
-        db.execute("PRAGMA user_version=6")
-    path.chmod(0o600)
+    _old_sqlite_store(path, sqlite_schema.MIGRATIONS[:6])  # its rows indexed as stored
     store = open_store(path)
     try:
         hits = await store.search_messages("kubernetes")
