@@ -475,10 +475,12 @@ async def test_what_opens_just_as_the_abort_comes_is_closed() -> None:
 async def test_a_cancelled_caller_stays_cancelled_while_an_abort_closes_the_request() -> None:
     """The abort waits for the cancelled request to finish closing; cancelling the caller
     meanwhile cancels it (it used to be swallowed there, and the caller went on)."""
-    abort, cleaning, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    abort, sent, cleaning, release = (asyncio.Event(), asyncio.Event(), asyncio.Event(),
+                                      asyncio.Event())
 
     async def slow_to_close() -> _Opened:
         try:
+            sent.set()
             await asyncio.Event().wait()  # the request never answers
         finally:
             cleaning.set()
@@ -486,6 +488,7 @@ async def test_a_cancelled_caller_stays_cancelled_while_an_abort_closes_the_requ
         return _Opened()
 
     caller = asyncio.create_task(openai_http._until_abort(slow_to_close(), abort))
+    await sent.wait()
     abort.set()
     await cleaning.wait()
     caller.cancel()

@@ -18,9 +18,10 @@ ends it failed, its lease released (tests/test_write_failures.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from tui_agent.abort import AbortEvent, CancelOnAbort
 from tui_agent.agent.approval_gate import Answer, ApprovalGate, answers_of, declined_text
 from tui_agent.agent.lease_watch import Rest, watch_lease
 from tui_agent.agent.model_step import ModelStep, StepOutcome
@@ -66,7 +67,7 @@ class Run:
         self.options = plan.options
         self.output = output
         self.run_id = output.run_id
-        self.abort_event = asyncio.Event()
+        self.abort_event = AbortEvent()
         memory = plan.memory if plan.memory is not None else deps.memory
         self.memory: RunMemory | None = memory if self.options.memory else None
         target = self.options.memory
@@ -260,29 +261,26 @@ class Run:
     def _tool_message(self, result: ToolResult) -> MessageIn:
         return self._keep(tool_message(result, self._tools, self.run_id))
 
-    async def _guarded(self, work: Awaitable[T]) -> T:
-        """Await ``work`` unless the run is aborted first (then cancel it)."""
-        task = asyncio.ensure_future(work)
-        if self.abort_event.is_set():
-            task.cancel()
+    async def _guarded(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await ``work`` in this task unless the run is aborted first: the abort cancels it
+        where it waits (``CancelOnAbort``: no task of its own, no wait on the abort's)."""
+        abort = self.abort_event
+        if abort.is_set():
+            work.close()
             raise _Aborted
-        aborted = asyncio.ensure_future(self.abort_event.wait())
         try:
-            await asyncio.wait((task, aborted), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            aborted.cancel()
-        # An abort can also end the work itself (a model stream closed by the abort event
-        # returns normally): the abort still wins, or the run would finish as "stop".
-        if not task.done() or self.abort_event.is_set():
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-            except Exception:  # the aborted work's own error no longer matters
-                pass
-            raise _Aborted
-        return task.result()
+            with CancelOnAbort(abort):
+                result = await work
+                # An abort can also end the work itself (a model stream closed by the abort
+                # event returns normally), or come as it ended: the abort still wins, or the
+                # run would finish as "stop".
+                if not abort.is_set():
+                    return result
+        except Exception:  # the aborted work's own error no longer matters
+            if abort.is_set():
+                raise _Aborted from None
+            raise
+        raise _Aborted
 
     # -- bookkeeping --------------------------------------------------------------------------
 

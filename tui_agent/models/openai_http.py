@@ -25,14 +25,16 @@ import asyncio
 import contextlib
 import email.utils
 import functools
+import inspect
 import json
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
+from tui_agent.abort import CancelOnAbort, on_abort
 from tui_agent.errors import ConfigError, MissingCredentialError, ModelCallError, TuiAgentError
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallDelta, Usage
 from tui_agent.models.http_client import send_streaming, stream_closed, stream_opened
@@ -180,7 +182,7 @@ class OpenAIHTTPModel:
         call = self._call(request)
         stream_opened()  # the shared client stays open while this call uses it
         response: Any = None
-        watcher: asyncio.Task[None] | None = None
+        watcher: Callable[[], object] | None = None  # stops the abort's watch
         watchdog: _Watchdog | None = None
         step = _Step()
         try:
@@ -201,7 +203,7 @@ class OpenAIHTTPModel:
             if watchdog is not None:
                 watchdog.cancel()
             if watcher is not None:
-                watcher.cancel()
+                watcher()
             if response is not None:
                 await response.aclose()
         yield step.end()
@@ -571,25 +573,23 @@ async def sse_batches(response: Any) -> AsyncIterator[list[bytes]]:
 
 # -- waiting, retrying, aborting ---------------------------------------------------------------
 async def _until_abort(awaitable: Awaitable[C], abort: asyncio.Event | None) -> C | None:
-    """``await awaitable``, or None as soon as ``abort`` is set (then it is cancelled, which
-    closes the connection it was opening, and what it opened anyway is closed). The caller's
-    own cancellation is never swallowed (tests/test_openai_http.py)."""
+    """``await awaitable`` (in this task), or None as soon as ``abort`` is set: it is
+    cancelled where it waits, which closes the connection it was opening. The caller's own
+    cancellation is never swallowed (``CancelOnAbort``; tests/test_openai_http.py)."""
     if abort is None:
         return await awaitable
-    opening = asyncio.ensure_future(awaitable)
-    aborted = asyncio.ensure_future(abort.wait())
-    try:
-        await asyncio.wait((opening, aborted), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        aborted.cancel()
-    if not abort.is_set():
-        return opening.result()
-    opening.cancel()
-    await asyncio.wait((opening,))  # raises only the caller's CancelledError, not opening's
-    if not opening.cancelled() and opening.exception() is None:
+    if abort.is_set():
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        return None
+    opened: C | None = None
+    with CancelOnAbort(abort):
+        opened = await awaitable
+    if opened is not None and abort.is_set():  # it answered just as the abort came
         with contextlib.suppress(Exception):  # the abort is the answer: a failed close is not
-            await opening.result().aclose()  # it answered just as the abort came
-    return None
+            await cast(Any, opened).aclose()
+        return None
+    return opened
 
 
 async def _wait_unless_aborted(seconds: float, abort: asyncio.Event | None) -> bool:
@@ -633,15 +633,15 @@ def _seconds(value: str | None, scale: float = 1.0) -> float | None:
     return None
 
 
-def _close_on_abort(abort: asyncio.Event, response: Any) -> asyncio.Task[None]:
+def _close_on_abort(abort: asyncio.Event, response: Any) -> Callable[[], object]:
     """Close the response the moment ``abort`` is set: the connection closes, the server sees
-    it, and the read waiting on it ends."""
-    async def watch() -> None:
-        await abort.wait()
-        with contextlib.suppress(Exception):
-            await response.aclose()
+    it, and the read waiting on it ends. Returns what stops watching."""
+    return on_abort(abort, lambda: asyncio.ensure_future(_close_quietly(response)))
 
-    return asyncio.ensure_future(watch())
+
+async def _close_quietly(response: Any) -> None:
+    with contextlib.suppress(Exception):
+        await response.aclose()
 
 
 # -- error details -----------------------------------------------------------------------------
