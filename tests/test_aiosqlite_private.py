@@ -1,4 +1,4 @@
-"""The two aiosqlite internals the SQLite store relies on (``tui_agent/store/
+"""The three aiosqlite internals the SQLite store relies on (``tui_agent/store/
 aiosqlite_private.py``) still behave as on the versions pinned in ``pyproject.toml``. If one
 fails, aiosqlite changed: the message says which internal and which version."""
 
@@ -13,7 +13,11 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
-from tui_agent.store.aiosqlite_private import make_worker_daemon, run_with_connection
+from tui_agent.store.aiosqlite_private import (
+    make_worker_daemon,
+    raw_connection,
+    run_with_connection,
+)
 
 PINNED = "<0.23,>=0.22"  # as packaging writes the specifier of pyproject.toml's pin
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +51,11 @@ async def test_a_function_runs_on_the_worker_thread_with_the_raw_connection(
         assert seen["thread"] is not threading.main_thread(), _changed(
             "where Connection._execute runs a function"
         )
+        try:
+            here = raw_connection(db)
+        except (AttributeError, ValueError) as error:
+            pytest.fail(_changed(f"Connection._conn ({error})"))
+        assert here is seen["conn"], _changed("Connection._conn")
     finally:
         await db.close()
 

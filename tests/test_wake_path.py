@@ -16,11 +16,11 @@ import pytest
 from helpers.common import AgentFactory, Seen
 from openai_server import FakeOpenAIServer
 
-import tui_agent.store.sqlite as sqlite_module
 from tui_agent import Memory
 from tui_agent.agent.router import SignalReceipt
 from tui_agent.store import SqliteStore
 from tui_agent.store.records import WakeStart
+from tui_agent.store.sqlite_turns import ConnectionTurns
 from tui_agent.testing import ScriptedModel
 
 R = "res-wake"
@@ -37,16 +37,12 @@ async def test_a_wake_reaches_its_model_after_the_fewest_store_round_trips(
 ) -> None:
     trips: list[str] = []
     at_model_call: list[list[str]] = []
-    run_with_connection = sqlite_module.run_with_connection
+    transaction = ConnectionTurns.transaction
 
-    async def counted(db: Any, fn: Any, *args: Any) -> Any:
-        call = (fn, *args)
-        if fn.__name__ == "_then_trails":  # a write, then (same hop) a look for what to index
-            fn, args = args[0], args[1:]
-        inner = args[0] if fn.__name__ == "in_transaction" else fn
-        name = inner.__name__ if inner.__name__ != "in_dialect" else args[1].__name__
-        trips.append(name)
-        return await run_with_connection(db, *call)
+    async def counted(turns: ConnectionTurns, fn: Any, *args: Any) -> Any:
+        body, rest = (args[0], args[1:]) if fn.__name__ == "_with_trails" else (fn, args)
+        trips.append(body.__name__ if body.__name__ != "in_dialect" else rest[0].__name__)
+        return await transaction(turns, fn, *args)
 
     fetchall = store.fetchall
 
@@ -61,7 +57,7 @@ async def test_a_wake_reaches_its_model_after_the_fewest_store_round_trips(
     agent = agents(model=ScriptedModel(handler=reply), memory=Memory(store=store))
     warm = await agent.send_message("warm up", resource_id=R, thread_id="warm").accepted
     await warm["output"].result()  # the store opened, the dispatcher and rescuer started
-    monkeypatch.setattr(sqlite_module, "run_with_connection", counted)
+    monkeypatch.setattr(ConnectionTurns, "transaction", counted)
     monkeypatch.setattr(store, "fetchall", counted_read)
     trips.clear()
     if_idle = None if stream_options is None else {"stream_options": stream_options}

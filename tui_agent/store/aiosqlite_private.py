@@ -1,11 +1,12 @@
-"""The two places the SQLite store reaches into aiosqlite's private members, and why they stay.
+"""The three places the SQLite store reaches into aiosqlite's private members, and why they stay.
 
 aiosqlite has no public way to (1) run a whole function on its connection's worker thread, with
 the raw ``sqlite3.Connection`` — the store's write transactions run that way (``txn.py`` drives
 the ``writes.py`` transaction there), one round trip from the event loop per transaction instead
-of one per statement — or (2) make that worker a daemon thread, so a program that never closes
+of one per statement —, (2) make that worker a daemon thread, so a program that never closes
 its store does not hang at exit (Python joins non-daemon threads before any ``atexit`` hook
-could close it).
+could close it), or (3) reach that raw connection from the event loop's thread, where a write
+that can begin at once runs while the worker has nothing to do (``sqlite_turns.py``).
 
 What (1) buys, measured by ``benchmarks/bench_aiosqlite_private.py`` (the same transactions,
 the same statements, on one file and connection, in the same run; median per transaction, on
@@ -45,6 +46,12 @@ async def run_with_connection(
         db._execute,  # noqa: SLF001 # pyright: ignore[reportPrivateUsage, reportUnknownMemberType]
     )
     return await execute(fn, db._conn, *args)  # noqa: SLF001 # pyright: ignore[reportPrivateUsage]
+
+
+def raw_connection(db: aiosqlite.Connection) -> sqlite3.Connection:
+    """``db``'s raw connection, for the event loop's thread to use while the worker thread has
+    nothing in flight (``sqlite_turns.py``; ``db`` is opened with ``check_same_thread=False``)."""
+    return db._conn  # noqa: SLF001 # pyright: ignore[reportPrivateUsage]
 
 
 def make_worker_daemon(connection: aiosqlite.Connection) -> None:

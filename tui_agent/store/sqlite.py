@@ -5,12 +5,13 @@ file: SQLite serialises writers, ``busy_timeout`` makes the others wait instead 
 decisions that must be atomic across processes (who holds a thread's run lease, whether a signal
 goes into a live run or wakes a new one) are taken inside one such transaction.
 
-Group commit: one writer per store drains a queue. Writes that arrive while a transaction is in
-flight share the next one, run in arrival order (so per-thread order holds), each inside its own
-savepoint: a write that raises is rolled back alone and only its caller gets the error. Each
-caller's ``await`` returns only once the transaction holding its write has committed, so a
-burst of 200 signals costs a few commits, every accepted one is stored, and a kill -9 leaves a
-write wholly in or wholly out. A write queued with ``submit_then`` has no future: the writer
+Group commit: one writer per store drains a queue. Writes queued until its next turn (one loop
+iteration's, and those arriving while a transaction is in flight) share one transaction, run in
+arrival order (so per-thread order holds), each inside its own savepoint: a write that raises is
+rolled back alone and only its caller gets the error. Each caller's ``await`` returns only once
+the transaction holding its write has committed, so a burst of 200 signals costs a few commits,
+every accepted one is stored, and a kill -9 leaves a write wholly in or wholly out. Which
+thread runs a transaction (the event loop's, or aiosqlite's worker): ``sqlite_turns.py``. A write queued with ``submit_then`` has no future: the writer
 calls its completion itself, for the whole group in one pass (a burst's receipts settle with no
 event-loop callback each). Tests: ``tests/test_group_commit.py``.
 
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple
 import tui_agent.store.txn as txn
 from tui_agent.errors import StoreError, StoreFullError
 from tui_agent.events import echo_source, echo_type
-from tui_agent.store.aiosqlite_private import make_worker_daemon, run_with_connection
+from tui_agent.store.aiosqlite_private import make_worker_daemon
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.composed import ComposedStore
 from tui_agent.store.compound import CompoundCall
@@ -59,6 +60,7 @@ from tui_agent.store.records import (
 from tui_agent.store.roles import Args, Door, Row, Session
 from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
 from tui_agent.store.search import index_trailing, trails
+from tui_agent.store.sqlite_turns import ConnectionTurns
 from tui_agent.store.writes import Txn
 
 if TYPE_CHECKING:
@@ -109,9 +111,9 @@ class SqliteStore(ComposedStore):
         self._db: aiosqlite.Connection | None = None  # opened lazily
         self._open_lock: asyncio.Lock | None = None
         self._write_lock: asyncio.Lock | None = None
+        self._turns: ConnectionTurns | None = None  # the connection's threads (sqlite_turns.py)
         self._queue: list[_Queued] = []  # writes waiting for the next group transaction
         self._writer: asyncio.Task[None] | None = None  # drains _queue while it has writes
-        self._leading = False  # a lone write runs in its caller's task (see write)
         self._listeners: dict[str, set[asyncio.Event]] = {}
         self._commits = 0  # write transactions committed through this object
         self._quiet_commits = 0  # the search index's own (see quiet_commits)
@@ -140,9 +142,12 @@ class SqliteStore(ComposedStore):
             self._open_lock = asyncio.Lock()
         async with self._open_lock:
             if self._db is None:
-                self._db = await self._connect()
+                db = await self._connect()
+                self._turns = ConnectionTurns(
+                    db, here=self.path != MEMORY, busy_timeout_ms=BUSY_TIMEOUT_MS)
                 self._write_lock = asyncio.Lock()
-        return self._db
+                self._db = db
+            return self._db
 
     async def _connect(self) -> aiosqlite.Connection:
         import aiosqlite
@@ -150,8 +155,9 @@ class SqliteStore(ComposedStore):
         if self.path != MEMORY:
             prepare_store_file(self.path)  # private (0700 dir, 0600 file) whatever the umask
         target, uri = self._target()
-        connection = aiosqlite.connect(
-            target, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, uri=uri
+        connection = aiosqlite.connect(  # used by the loop's thread too (sqlite_turns.py)
+            target, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, uri=uri,
+            check_same_thread=False,
         )
         # aiosqlite's worker thread is not a daemon: a program that never closes its store
         # would hang at exit.
@@ -165,6 +171,7 @@ class SqliteStore(ComposedStore):
             await _enable_wal(db)
             await db.execute("PRAGMA synchronous=NORMAL")
             await db.execute("PRAGMA foreign_keys=ON")
+            await db.execute("PRAGMA wal_autocheckpoint=0")  # the worker's, in turns (see there)
             await self._migrate(db)
             found = await db.execute_fetchall("PRAGMA data_version")
             self._opened_version = int(next(iter(found))[0])
@@ -202,6 +209,8 @@ class SqliteStore(ComposedStore):
         if writer is not None and not writer.done():
             await asyncio.gather(writer, return_exceptions=True)  # queued writes commit first
         if self._db is not None:
+            assert self._turns is not None
+            await self._turns.settle()
             db, self._db = self._db, None
             await db.close()
 
@@ -219,17 +228,17 @@ class SqliteStore(ComposedStore):
                 raise
             await db.execute("COMMIT")
             self._commits += 1
+            assert self._turns is not None
+            self._turns.committed()
         self._index_soon()  # it may have stored messages: the index step looks, in a moment
 
     async def write(self, body: Body[*Ts, T], *args: *Ts) -> T:
         """Run ``body(conn, *args)`` (a function of ``tui_agent.store.txn``) whole inside a
-        ``BEGIN IMMEDIATE`` transaction in the connection's worker thread, and return once that
-        transaction has committed. Writes queued meanwhile share it (group commit, see the
-        module docstring); a write that raises is rolled back alone. A write queued behind
-        another is committed even if its caller is cancelled meanwhile."""
+        ``BEGIN IMMEDIATE`` transaction, and return once that transaction has committed. The
+        writes queued until the writer's next turn share it (group commit, see the module
+        docstring); a write that raises is rolled back alone. A queued write is committed even
+        if its caller is cancelled meanwhile. Where it runs: ``sqlite_turns.py``."""
         try:
-            if self._writer is None and not self._leading:
-                return await self._write_now(body, args)
             return await self.submit(body, *args)
         except sqlite3.DatabaseError as error:
             raise unusable_store_error(self.path, error) or error from None
@@ -241,27 +250,6 @@ class SqliteStore(ComposedStore):
         thread as :meth:`write` runs a body (``thread_id`` needs nothing more here: the writer
         keeps arrival order)."""
         return await self.write(txn.in_dialect, write, *args)
-
-    async def _write_now(self, body: Body[*Ts, T], args: tuple[*Ts]) -> T:
-        """Nothing is in flight: run the write in the caller's own task at once (no writer task,
-        no extra hop for a lone write). Writes arriving meanwhile queue for the writer, which
-        takes the write lock after this one."""
-        self._leading = True
-        try:
-            db = await self._conn()
-            assert self._write_lock is not None
-            async with self._write_lock:
-                try:
-                    result, unindexed = await run_with_connection(
-                        db, _then_trails, txn.in_transaction, body, *args)
-                except sqlite3.Error as error:
-                    raise self._typed(error) from error
-                self._commits += 1
-        finally:
-            self._leading = False
-        if unindexed:
-            self._index_soon()
-        return result
 
     def _typed(self, error: BaseException) -> BaseException:
         """A full disk (or ``max_page_count``) as one clear ``StoreFullError`` naming the
@@ -316,17 +304,17 @@ class SqliteStore(ComposedStore):
         """The store's one writer: commit the queue, a group at a time, until it is empty; and
         index for search what its writes stored, when that is due."""
         try:
-            db = await self._conn()
+            await self._conn()
             while self._queue or self._index_due:
                 if not self._queue:
                     self._index_due = False
-                    await self._index(db)
+                    await self._index()
                     continue
                 if self.group_commit:
                     group, self._queue = self._queue, []
                 else:
                     group = [self._queue.pop(0)]
-                await self._commit_group(db, group)
+                await self._commit_group(group)
         except BaseException as error:
             # The file cannot be opened, or the writer was cancelled (the loop is closing): every
             # waiting caller hears of it, nobody waits forever.
@@ -338,11 +326,11 @@ class SqliteStore(ComposedStore):
         finally:
             self._writer = None
 
-    async def _commit_group(self, db: aiosqlite.Connection, group: list[_Queued]) -> None:
+    async def _commit_group(self, group: list[_Queued]) -> None:
         assert self._write_lock is not None
         try:
             async with self._write_lock:  # transaction() holds it across awaits
-                outcomes = await self._run_group(db, group)
+                outcomes = await self._run_group(group)
         except BaseException as error:  # nothing of the group was stored
             for queued in group:
                 _settle(queued, txn.Outcome(error=_as_exception(self._typed(error))))
@@ -354,15 +342,14 @@ class SqliteStore(ComposedStore):
                 outcome.error = self._typed(outcome.error)
             _settle(queued, outcome)
 
-    async def _run_group(
-        self, db: aiosqlite.Connection, group: list[_Queued]
-    ) -> list[txn.Outcome]:
+    async def _run_group(self, group: list[_Queued]) -> list[txn.Outcome]:
+        turns = self._turns
+        assert turns is not None
         if len(group) == 1:  # alone: no savepoint needed, an error rolls back the whole
             try:
                 alone = group[0]
-                value, unindexed = await run_with_connection(  # writes of any arguments
-                    db, _then_trails, txn.in_transaction, alone.body, *alone.args  # pyright: ignore[reportArgumentType]
-                )
+                value, unindexed = await turns.transaction(  # writes of any arguments
+                    _with_trails, alone.body, *alone.args)  # pyright: ignore[reportArgumentType]
             except Exception as error:
                 return [txn.Outcome(error=error)]
             self._commits += 1
@@ -370,24 +357,27 @@ class SqliteStore(ComposedStore):
                 self._index_soon()
             return [txn.Outcome(value)]
         writes = [(queued.body, queued.args) for queued in group]
-        outcomes, unindexed = await run_with_connection(db, _then_trails, txn.in_group, writes)
+        outcomes, unindexed = await turns.transaction(_with_trails, txn.group, writes)
         self._commits += 1
         if unindexed:
             self._index_soon()
         return outcomes
 
-    async def _index(self, db: aiosqlite.Connection) -> None:
+    async def _index(self) -> None:
         """Index the messages that trail (``store/search.py``). A failure is only logged: the
         mark stays, and the next search (or index step) takes them."""
         try:
-            await self._index_step(db)
+            await self._index_step()
         except Exception as error:
             log.warning("indexing messages for search in %s failed: %s", self.path, error)
 
-    async def _index_step(self, db: aiosqlite.Connection) -> None:
-        assert self._write_lock is not None
+    async def _index_step(self) -> None:
+        assert self._write_lock is not None and self._turns is not None
         async with self._write_lock:
-            await run_with_connection(db, self._index_if_trailing)
+            quiet = self._quiet_commits
+            await self._turns.on_worker(self._index_if_trailing)
+            if self._quiet_commits != quiet:
+                self._turns.committed()
 
     def _index_if_trailing(self, conn: sqlite3.Connection) -> None:
         """On the connection's thread: a transaction only if messages trail (another process's
@@ -403,14 +393,16 @@ class SqliteStore(ComposedStore):
     async def index_trailing_messages(self) -> None:
         """Index for search the messages stored (by any process) and not indexed yet: a
         search sees every committed message (``store/search.py``)."""
-        db = await self._conn()
-        if await run_with_connection(db, trails):  # a read: no write lock when none trail
-            await self._index_step(db)  # as the writer's own: a quiet commit
+        await self._conn()
+        assert self._turns is not None
+        if await self._turns.on_worker(trails):  # a read: no write lock when none trail
+            await self._index_step()  # as the writer's own: a quiet commit
 
     async def fetchall(self, sql: str, params: Args = ()) -> list[Row]:
-        db = await self._conn()
+        await self._conn()
+        assert self._turns is not None
         try:
-            return list(await db.execute_fetchall(sql, params))
+            return await self._turns.on_worker(_fetchall, sql, params)
         except sqlite3.DatabaseError as error:
             raise unusable_store_error(self.path, error) or error from None
 
@@ -685,13 +677,16 @@ class _LoopTimer:
     handle: asyncio.TimerHandle
 
 
-def _then_trails(
-    conn: sqlite3.Connection, run: Callable[..., T], *args: Any
+def _with_trails(
+    conn: sqlite3.Connection, body: Callable[..., T], *args: Any
 ) -> tuple[T, bool]:
-    """``run(conn, *args)`` (a whole transaction), then whether messages wait to be indexed
-    for search: one read on the same hop to the connection's thread."""
-    value = run(conn, *args)
-    return value, trails(conn)
+    """``body(conn, *args)``, then whether messages wait to be indexed for search: one more
+    read in the same transaction."""
+    return body(conn, *args), trails(conn)
+
+
+def _fetchall(conn: sqlite3.Connection, sql: str, params: Args) -> list[Row]:
+    return conn.execute(sql, params).fetchall()
 
 
 class SqliteDatabase:

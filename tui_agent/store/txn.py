@@ -25,7 +25,7 @@ from tui_agent.store.reads import RESUME
 from tui_agent.store.records import SignalIn
 from tui_agent.store.writes import SignalRow, Txn
 
-__all__ = ["RESUME", "SPILL_CHARS", "Outcome", "in_group", "in_transaction"]
+__all__ = ["RESUME", "SPILL_CHARS", "Outcome", "committed", "group", "in_group", "in_transaction"]
 
 Conn = sqlite3.Connection
 P = ParamSpec("P")
@@ -109,13 +109,20 @@ def on_sqlite(
 def in_transaction(conn: Conn, body: Callable[[Conn, *Ts], T], *args: *Ts) -> T:
     """Run ``body(conn, *args)`` inside ``BEGIN IMMEDIATE`` … ``COMMIT``."""
     conn.execute("BEGIN IMMEDIATE")
+    return committed(conn, body, *args)
+
+
+def committed(conn: Conn, body: Callable[[Conn, *Ts], T], *args: *Ts) -> T:
+    """``body(conn, *args)`` in the transaction the caller began, then ``COMMIT``. If either
+    raises, the transaction is rolled back (unless SQLite did already: an I/O error, a full
+    disk) and the error raised: nothing of it is stored."""
     try:
         result = body(conn, *args)
+        conn.execute("COMMIT")
     except BaseException:
-        if conn.in_transaction:  # SQLite may have rolled back already (I/O error, full disk)
+        if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
     return result
 
 
@@ -132,28 +139,26 @@ Write = tuple[Any, tuple[Any, ...]]  # (body, args): body(conn, *args)
 
 def in_group(conn: Conn, queued: list[Write]) -> list[Outcome]:
     """Run several callers' writes, in order, as ONE ``BEGIN IMMEDIATE`` … ``COMMIT`` (group
-    commit). Each runs inside its own savepoint: one that raises is rolled back alone and its
-    error handed back, the others still commit. If the transaction itself fails (BEGIN, COMMIT,
-    a broken connection), it raises and nothing of the group is stored.
+    commit): :func:`group` in a transaction. If the transaction itself fails (BEGIN, COMMIT, a
+    broken connection), it raises and nothing of the group is stored."""
+    return in_transaction(conn, group, queued)
+
+
+def group(conn: Conn, queued: list[Write]) -> list[Outcome]:
+    """The body of a group commit: each caller's write inside its own savepoint, so one that
+    raises is rolled back alone and its error handed back while the others still commit.
 
     Consecutive writes of a body that has a batch form (``BATCH_FORMS``) run as one call of it
     in one savepoint; if that raises, they are rolled back and run again one by one, so the
     error still reaches only the caller whose write caused it."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        outcomes: list[Outcome] = []
-        for body, run in groupby(queued, key=itemgetter(0)):
-            calls = [args for _, args in run]
-            batch = BATCH_FORMS.get(body)
-            if batch is not None and len(calls) > 1:
-                outcomes += _batch_in_savepoint(conn, body, batch, calls)
-            else:
-                outcomes += [_in_savepoint(conn, body, args) for args in calls]
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:  # SQLite may have rolled back already (I/O error, full disk)
-            conn.execute("ROLLBACK")
-        raise
+    outcomes: list[Outcome] = []
+    for body, run in groupby(queued, key=itemgetter(0)):
+        calls = [args for _, args in run]
+        batch = BATCH_FORMS.get(body)
+        if batch is not None and len(calls) > 1:
+            outcomes += _batch_in_savepoint(conn, body, batch, calls)
+        else:
+            outcomes += [_in_savepoint(conn, body, args) for args in calls]
     return outcomes
 
 
