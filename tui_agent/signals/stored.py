@@ -89,13 +89,19 @@ def _is_plain(fields: Mapping[str, Any], attributes: dict[str, Any]) -> bool:
         and fields["type"] in _TYPES
         and type(metadata) is dict and type(options) is dict and not options
         and fields["created_at"].tzinfo is UTC
-        and all(type(name) is str and type(value) in _SCALAR_JSON
-                and (type(value) is not float or math.isfinite(value))
-                for name, value in attributes.items())
-        and all(type(name) is str and type(value) in _SCALAR_JSON
-                and (type(value) is not float or math.isfinite(value))
-                for name, value in cast("dict[Any, Any]", metadata).items())
+        and _plain_scalars(attributes) and _plain_scalars(cast("dict[Any, Any]", metadata))
     )
+
+
+def _plain_scalars(values: dict[Any, Any]) -> bool:
+    """Names to plain scalars (a float finite): a loop, not ``all()`` over a generator (a
+    burst's sends check two dicts each)."""
+    for name, value in values.items():
+        kind = type(value)
+        if type(name) is not str or kind not in _SCALAR_JSON or (
+                kind is float and not math.isfinite(value)):
+            return False
+    return True
 
 
 _TYPES = frozenset(SIGNAL_TYPES)

@@ -11,9 +11,10 @@ arrival order (so per-thread order holds), each inside its own savepoint: a writ
 rolled back alone and only its caller gets the error. Each caller's ``await`` returns only once
 the transaction holding its write has committed, so a burst of 200 signals costs a few commits,
 every accepted one is stored, and a kill -9 leaves a write wholly in or wholly out. Which
-thread runs a transaction (the event loop's, or aiosqlite's worker): ``sqlite_turns.py``. A write queued with ``submit_then`` has no future: the writer
-calls its completion itself, for the whole group in one pass (a burst's receipts settle with no
-event-loop callback each). Tests: ``tests/test_group_commit.py``.
+thread runs a transaction (the event loop's, or aiosqlite's worker): ``sqlite_turns.py``. A
+write queued with ``submit_then`` has no future: the writer calls its completion itself, for
+the whole group in one pass (a burst's receipts settle with no event-loop callback each).
+Tests: ``tests/test_group_commit.py``.
 
 Readers in other processes learn about new rows by polling ``PRAGMA data_version`` (cheap: no
 table is read) and then reading the event log past their cursor.
