@@ -13,7 +13,13 @@ from tui_agent.models import litellm_model
 from tui_agent.models.base import ModelEvent, ModelRequest, StepEnd, TextDelta
 from tui_agent.models.litellm_model import LiteLLMModel
 from tui_agent.models.openai_http import OpenAIHTTPModel
-from tui_agent.models.resolve import FallbackModel, ModelConfig, resolve_model, validate_model_spec
+from tui_agent.models.resolve import (
+    FallbackModel,
+    ModelCache,
+    ModelConfig,
+    resolve_model,
+    validate_model_spec,
+)
 from tui_agent.models.routed import RoutedModel
 
 
@@ -148,3 +154,31 @@ async def test_fallback_does_not_hide_programming_errors() -> None:
     model = FallbackModel([Fake("fake/a", error=TypeError("bug")), Fake("fake/b", text="x")])
     with pytest.raises(TypeError):
         _ = [e async for e in model.stream(ModelRequest([]))]
+
+
+# -- built once per spec (ModelCache: what an agent resolves each run) --------------------------
+
+
+def test_an_agents_model_is_built_once_per_spec_and_anew_when_its_config_changes() -> None:
+    cache = ModelCache()
+    named = cache.resolve("openai/gpt-4o-mini")
+    assert cache.resolve("openai/gpt-4o-mini") is named  # the next run's, and a thread's choice
+    assert cache.resolve("openai/gpt-4o") is not named
+    config = {"id": "openai/gpt-test", "api_base": "http://127.0.0.1:9/v1", "api_key": "sk-a",
+              "headers": {"X-Team": "a"}}
+    built = cache.resolve(config)
+    assert isinstance(built, OpenAIHTTPModel) and cache.resolve(dict(config)) is built
+    config["headers"]["X-Team"] = "b"  # changed in place since: a new model, with the new value
+    rebuilt = cache.resolve(config)
+    assert rebuilt is not built and cache.resolve(config) is rebuilt
+    typed = ModelConfig(id="openai/gpt-test", api_key="sk-a")
+    assert cache.resolve(typed) is cache.resolve(ModelConfig(id="openai/gpt-test", api_key="sk-a"))
+
+
+def test_a_fallback_list_and_a_model_object_are_not_kept() -> None:
+    cache = ModelCache()
+    fake = Fake("a", text="hi")
+    assert cache.resolve(fake) is fake
+    spec = ["openai/gpt-4o-mini", "openai/gpt-4o"]
+    first = cache.resolve(spec)
+    assert isinstance(first, FallbackModel) and cache.resolve(spec) is not first  # per run

@@ -46,7 +46,7 @@ from tui_agent.agent.runtime import PROCESS_OWNER, ThreadRuntime
 from tui_agent.agent.subscription import ThreadSubscription, subscribe
 from tui_agent.context import RequestContext
 from tui_agent.errors import ConfigError, ProcessorError, RequestContextError, ThreadBusyError
-from tui_agent.models.resolve import resolve_model, validate_model_spec
+from tui_agent.models.resolve import ModelCache, resolve_model, validate_model_spec
 from tui_agent.notifications import inbox
 from tui_agent.notifications.policy import NotificationsConfig, parse_notifications_config
 from tui_agent.state import lanes
@@ -103,6 +103,7 @@ class Agent:
         self.instructions = instructions
         validate_model_spec(model)
         self.model = model
+        self._models = ModelCache()  # the models its specs resolve to, built once each
         self.description = check_description(description)
         # Every field is checked now (tui_agent.agent.checks: the error names the field and the
         # key). Each below may also be a function of the request context (sync or async), as in
@@ -337,7 +338,9 @@ class Agent:
         if callable(spec) and not hasattr(spec, "stream"):
             spec = await maybe_await(spec(context))
             validate_model_spec(spec)
-        model = resolve_model(spec)
+            model = resolve_model(spec)  # the function's: its result may differ per run
+        else:
+            model = self._models.resolve(spec)
         ensure_ready = getattr(model, "ensure_ready", None)
         if ensure_ready is not None:
             await ensure_ready()

@@ -97,6 +97,50 @@ def resolve_model(spec: Any) -> LanguageModel:
     raise ConfigError(f"cannot build a model from {spec!r}; {_SPEC_HELP}")
 
 
+class ModelCache:
+    """``resolve_model(spec)``, built once per spec an agent uses: each router string (its own,
+    and each thread's chosen one), and its own config (a ``ModelConfig`` or a dict, kept as a
+    copy and compared each run: one changed since is built anew). A model object is used as it
+    is; a list (a ``FallbackModel``, which notes the model that served its latest call) is
+    built per run. Built per run, a model lost what it learns once — the direct path's parsed
+    URL, a routed model's choice of path after litellm's lookup — and cost each wake ~40 µs
+    (issue 22). Tested in ``tests/test_model_resolve.py``."""
+
+    __slots__ = ("_config", "_named")
+
+    _MOST_NAMED = 64  # router strings kept (threads may choose any model)
+
+    def __init__(self) -> None:
+        self._named: dict[str, LanguageModel] = {}
+        self._config: tuple[Any, LanguageModel] | None = None  # (a copy of the spec, its model)
+
+    def resolve(self, spec: Any) -> LanguageModel:
+        if isinstance(spec, str):
+            model = self._named.get(spec)
+            if model is None:
+                model = resolve_model(spec)
+                if len(self._named) >= self._MOST_NAMED:
+                    self._named.clear()
+                self._named[spec] = model
+            return model
+        if isinstance(spec, ModelConfig | Mapping):
+            kept = self._config
+            if kept is not None and kept[0] == spec:
+                return kept[1]
+            model = resolve_model(spec)
+            self._config = (_copied(spec), model)
+            return model
+        return resolve_model(spec)
+
+
+def _copied(spec: Any) -> Any:
+    if isinstance(spec, ModelConfig):
+        return spec.model_copy(deep=True)
+    import copy
+
+    return copy.deepcopy(dict(spec))
+
+
 def _check_router_string(spec: str) -> None:
     provider, slash, name = spec.partition("/")
     if not slash or not provider.strip() or not name.strip():

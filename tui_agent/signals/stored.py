@@ -93,13 +93,14 @@ def _is_plain(fields: Mapping[str, Any], attributes: dict[str, Any]) -> bool:
     )
 
 
-def _plain_scalars(values: dict[Any, Any]) -> bool:
+def _plain_scalars(values: Mapping[Any, object]) -> bool:
     """Names to plain scalars (a float finite): a loop, not ``all()`` over a generator (a
     burst's sends check two dicts each)."""
     for name, value in values.items():
         kind = type(value)
-        if type(name) is not str or kind not in _SCALAR_JSON or (
-                kind is float and not math.isfinite(value)):
+        if type(name) is not str or kind not in _SCALAR_JSON:
+            return False
+        if kind is float and not math.isfinite(cast(float, value)):
             return False
     return True
 
