@@ -121,11 +121,34 @@ async def test_the_worker_checkpoints_the_wal_every_so_many_commits(
         assert autocheckpoint is not None and autocheckpoint[0] == 0, "the store checkpoints"
         for n in range(12):
             await store.append_events(T, [EventIn("data-note", {"n": n})])
-        await _turns(store).settle()
-        assert len(checkpoints) == 2
+        await _turns(store).settle()  # as the store closes: the last two commits too
+        assert len(checkpoints) == 3
         assert all(thread is not threading.current_thread() for thread in checkpoints)
     finally:
         await store.close()
+
+
+async def test_a_store_closed_while_another_process_keeps_the_file_open_checkpoints_its_wal(
+    tmp_path: Path,
+) -> None:
+    """A short-lived process (``tui-agent notify``) commits a few times and exits while a
+    host keeps the file open: its close checkpoints what it wrote, so a stream of them does
+    not grow the WAL for as long as the host stays idle."""
+    path = tmp_path / "s.db"
+    host = SqliteStore(path)
+    await host.ensure_thread(T, R)
+    note = "x" * 20_000  # five pages or so a write
+    try:
+        for n in range(30):
+            brief = SqliteStore(path)
+            await brief.append_events(T, [EventIn("data-note", {"n": n, "note": note})])
+            await brief.close()
+        # Each close checkpointed, so a later writer started the WAL over: it holds
+        # a few writes, not thirty (1.3 MB without).
+        wal = Path(f"{path}-wal").stat().st_size
+        assert wal < 450_000, f"the WAL grew to {wal:,} bytes"
+    finally:
+        await host.close()
 
 
 async def test_a_store_in_memory_keeps_every_write_on_the_worker() -> None:

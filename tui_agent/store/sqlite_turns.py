@@ -17,9 +17,9 @@ The connection is opened with ``check_same_thread=False`` and only ever used by 
 time: the loop uses it only while the worker has nothing in flight, and, being a synchronous
 call, hands the worker nothing meanwhile. It never checkpoints on its own
 (``wal_autocheckpoint=0``: a checkpoint syncs the file, which must not stall the loop): every
-:data:`CHECKPOINT_EVERY` commits, the worker runs a passive one. A store in memory (shared
-with ``request_abort_sync``'s connection, whose table locks SQLite does not wait for) keeps
-every transaction on the worker. Tested by tests/test_sqlite_turns.py.
+:data:`CHECKPOINT_EVERY` commits, and when the store closes, the worker runs a passive one. A
+store in memory (shared with ``request_abort_sync``'s connection, whose table locks SQLite does
+not wait for) keeps every transaction on the worker. Tested by tests/test_sqlite_turns.py.
 """
 
 from __future__ import annotations
@@ -119,10 +119,17 @@ class ConnectionTurns:
             self._checkpoint = None
 
     async def settle(self) -> None:
-        """Wait for a checkpoint under way (before the connection closes)."""
+        """Before the connection closes: wait for a checkpoint under way, and checkpoint what
+        was committed since the last one. A short-lived process (``tui-agent notify``) commits
+        fewer than :data:`CHECKPOINT_EVERY` times, and while another process keeps the file
+        open its close does not checkpoint: without this, a stream of them would grow the WAL
+        for as long as that process stays idle."""
         checkpoint = self._checkpoint
         if checkpoint is not None:
             await asyncio.gather(checkpoint, return_exceptions=True)
+        if self._here and self._since_checkpoint:
+            self._since_checkpoint = 0
+            await self._checkpoint_now()
 
 
 def _passive_checkpoint(conn: sqlite3.Connection) -> None:
