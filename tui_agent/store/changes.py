@@ -29,18 +29,16 @@ waiting-signals view each hold a watch, then read only what concerns them. Guara
   up (a no-op commit every second, the dispatcher's claim, would keep it fast forever); readers
   that must see this process's appends at once (subscriptions) are woken by the store's
   listeners instead. Its *quiet* commits (``quiet_commits``: SQLite's search index catching up,
-  which changes nothing a watch reads) wake nobody. Neither kind is taken for another
-  process's: SQLite's store counts each commit before its COMMIT, and the poller compares the
-  counts with those at its last poll that saw a commit, so a poll that falls between the two
-  cannot lose it (tests/test_change_feed.py: fifty commits here wake no watch for others).
+  which changes nothing a watch reads) wake nobody and are not taken for another process's:
+  the store counts one before its COMMIT, and the poller compares the count with the one at
+  its last poll that saw a commit, so a poll that falls between the two cannot lose it.
 
 How it polls: a store on a file (``path``) is probed in the poller's own thread on its own
 SQLite connection (which never writes): ``PRAGMA data_version`` there costs microseconds and
 needs no trip through the event loop, which was most of an idle poll's cost. That connection
-also sees this process's commits; when this process committed too since the last commit
-seen, the store's own ``data_version()`` (moved by other connections only) tells whether
-another process did as well. Any other store is probed through its ``data_version()`` on the
-event loop.
+also sees this process's commits; when this process committed too since the last poll, the
+store's own ``data_version()`` (moved by other connections only) tells whether another process
+did as well. Any other store is probed through its ``data_version()`` on the event loop.
 
 Tested by tests/test_change_feed.py; the cost is measured by benchmarks/bench_watchers.py.
 """
