@@ -40,7 +40,7 @@ async def test_a_wake_reaches_its_model_after_the_fewest_store_round_trips(
     transaction = ConnectionTurns.transaction
 
     async def counted(turns: ConnectionTurns, fn: Any, *args: Any) -> Any:
-        body, rest = (args[0], args[1:]) if fn.__name__ == "_counted" else (fn, args)
+        body, rest = (args[0], args[1:]) if fn.__name__ == "_with_trails" else (fn, args)
         trips.append(body.__name__ if body.__name__ != "in_dialect" else rest[0].__name__)
         return await transaction(turns, fn, *args)
 

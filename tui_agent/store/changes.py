@@ -305,7 +305,6 @@ class _Poller(threading.Thread):
     def _loop(self, probe: Callable[[], int], *, sees_own: bool) -> None:
         feed = self.feed
         version, commits, quiet = self._first_marker(probe)
-        commits_at_move = commits  # this process's count when the version last moved
         interval = feed.idle_s
         hurry_until = 0.0  # after a write was heard: its commit shows a moment later
         while (told := self._wait(interval)) is not None:
@@ -322,15 +321,12 @@ class _Poller(threading.Thread):
                 continue
             feed.polls += 1
             moved, local = new_version != version, new_commits != commits
-            # Counted since the last commit seen: the store counts a commit before its COMMIT,
-            # so a poll between the two sees the count first and the commit at the next poll.
-            ours = moved and new_commits != commits_at_move
-            quietly = moved and new_quiet != quiet
+            quietly = moved and new_quiet != quiet  # counted since the last commit seen
             version, commits = new_version, new_commits
             if moved:
-                quiet, commits_at_move = new_quiet, new_commits
-            if (ours or quietly) and sees_own:
-                self._to_loop(self._sort_out, local=ours)  # ours, or ours and another's?
+                quiet = new_quiet
+            if moved and (local or quietly) and sees_own:
+                self._to_loop(self._sort_out, local=local)  # ours, or ours and another's?
             elif moved or local:
                 self._to_loop(feed.wake, foreign=moved)
             if told:

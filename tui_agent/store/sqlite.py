@@ -227,8 +227,8 @@ class SqliteStore(ComposedStore):
             except BaseException:
                 await db.execute("ROLLBACK")
                 raise
-            self._commits += 1  # before its COMMIT: see _counted
             await db.execute("COMMIT")
+            self._commits += 1
             assert self._turns is not None
             self._turns.committed()
         self._index_soon()  # it may have stored messages: the index step looks, in a moment
@@ -350,30 +350,19 @@ class SqliteStore(ComposedStore):
             try:
                 alone = group[0]
                 value, unindexed = await turns.transaction(  # writes of any arguments
-                    self._counted, alone.body, *alone.args)  # pyright: ignore[reportArgumentType]
+                    _with_trails, alone.body, *alone.args)  # pyright: ignore[reportArgumentType]
             except Exception as error:
                 return [txn.Outcome(error=error)]
+            self._commits += 1
             if unindexed:
                 self._index_soon()
             return [txn.Outcome(value)]
         writes = [(queued.body, queued.args) for queued in group]
-        outcomes, unindexed = await turns.transaction(self._counted, txn.group, writes)
+        outcomes, unindexed = await turns.transaction(_with_trails, txn.group, writes)
+        self._commits += 1
         if unindexed:
             self._index_soon()
         return outcomes
-
-    def _counted(
-        self, conn: sqlite3.Connection, body: Callable[..., T], *args: Any
-    ) -> tuple[T, bool]:
-        """A transaction's body (``body(conn, *args)``, then whether messages wait to be
-        indexed for search: one more read), counted in :attr:`local_commits` before its
-        COMMIT, on whichever thread runs it: the change feed's poller, woken by the commit,
-        never reads it before it is counted (it would take it for another process's and wake
-        every watch). A COMMIT that then fails leaves one too many: the feed only asks the
-        store whether another process committed too."""
-        result = body(conn, *args), trails(conn)
-        self._commits += 1
-        return result
 
     async def _index(self) -> None:
         """Index the messages that trail (``store/search.py``). A failure is only logged: the
@@ -687,6 +676,14 @@ async def _run_script(db: aiosqlite.Connection, script: str) -> None:
 class _LoopTimer:
     loop: asyncio.AbstractEventLoop
     handle: asyncio.TimerHandle
+
+
+def _with_trails(
+    conn: sqlite3.Connection, body: Callable[..., T], *args: Any
+) -> tuple[T, bool]:
+    """``body(conn, *args)``, then whether messages wait to be indexed for search: one more
+    read in the same transaction."""
+    return body(conn, *args), trails(conn)
 
 
 def _fetchall(conn: sqlite3.Connection, sql: str, params: Args) -> list[Row]:
