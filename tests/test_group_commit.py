@@ -187,14 +187,19 @@ async def test_a_group_that_cannot_commit_fails_every_caller_and_the_writer_goes
     assert notes == [2]
 
 
-async def test_without_group_commit_every_write_is_its_own_transaction(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "alone.sqlite", group_commit=False)
+@pytest.mark.parametrize(("group_commit", "commits_for_five"), [(True, 1), (False, 5)],
+                         ids=["one loop iteration's writes share one transaction",
+                              "without group commit every write is its own"])
+async def test_the_writes_of_one_loop_iteration_and_their_transactions(
+    tmp_path: Path, group_commit: bool, commits_for_five: int,
+) -> None:
+    store = SqliteStore(tmp_path / "s.sqlite", group_commit=group_commit)
     try:
         await store.ensure_thread(T, R)
         commits = store.local_commits
         await asyncio.gather(*(store.append_events(T, [EventIn("data-note", {"n": n})])
                                for n in range(5)))
-        assert store.local_commits - commits == 5
+        assert store.local_commits - commits == commits_for_five
     finally:
         await store.close()
 

@@ -90,18 +90,6 @@ async def test_a_write_behind_a_read_in_flight_takes_the_workers_turn(tmp_path: 
         await store.close()
 
 
-async def test_writes_of_one_loop_iteration_share_one_transaction(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "s.db")
-    try:
-        await store.ensure_thread(T, R)
-        commits = store.local_commits
-        await asyncio.gather(*(store.append_events(T, [EventIn("data-note", {"n": n})])
-                               for n in range(5)))
-        assert store.local_commits - commits == 1
-    finally:
-        await store.close()
-
-
 async def test_the_worker_checkpoints_the_wal_every_so_many_commits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

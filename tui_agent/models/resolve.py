@@ -19,6 +19,7 @@ Tested in ``tests/test_model_resolve.py`` and ``tests/test_openai_http.py``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -136,8 +137,6 @@ class ModelCache:
 def _copied(spec: Any) -> Any:
     if isinstance(spec, ModelConfig):
         return spec.model_copy(deep=True)
-    import copy
-
     return copy.deepcopy(dict(spec))
 
 

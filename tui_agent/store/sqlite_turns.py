@@ -56,8 +56,8 @@ class ConnectionTurns:
         self._in_flight = 0  # jobs handed to the worker and not answered yet
         self._since_checkpoint = 0
         self._checkpoint: asyncio.Task[None] | None = None
-        #: Transactions committed on the loop's thread, and those run on the worker: what the
-        #: tests and the benchmark read.
+        #: Transactions committed on the loop's thread, and those run on the worker (what the
+        #: tests read).
         self.ran_here = 0
         self.ran_on_worker = 0
 
