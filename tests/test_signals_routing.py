@@ -465,6 +465,21 @@ async def test_bad_input_raises_from_the_call_and_stores_nothing(
     assert model.calls == 0
 
 
+@pytest.mark.parametrize("method", ["send_message", "queue_message", "send_signal"])
+async def test_a_misspelt_target_keyword_names_the_method_and_the_keyword(
+    store: SqliteStore, method: str, make_agent: AgentFactory,
+) -> None:
+    """The reference's camelCase spelling (``threadId``) is refused by the call itself, naming
+    both: not from deep inside the router, and nothing is routed."""
+    agent = make_agent(store, ScriptedModel(replies=[]))
+    signal = {"type": "user", "contents": "x"} if method == "send_signal" else "x"
+    with pytest.raises(TypeError, match=rf"Agent\.{method}\(\).*'threadId'"):
+        getattr(agent, method)(signal, resource_id=R, threadId=T)
+    await agent.close()
+    await store.fetchone("SELECT 1")
+    assert count_rows(store, "signals") == 0
+
+
 async def test_unknown_run_id_without_a_thread_fails_accepted_and_stores_nothing(
     store: SqliteStore,
     make_agent: AgentFactory,

@@ -88,14 +88,16 @@ class SignalReceipt:
 def send(
     agent: AgentCore,
     message: Any,
-    *,
     kind: str,
-    run_id: str | None = None,
-    resource_id: str | None = None,
-    thread_id: str | None = None,
-    if_active: Any = None,
-    if_idle: Any = None,
+    run_id: Any,
+    resource_id: Any,
+    thread_id: Any,
+    if_active: Any,
+    if_idle: Any,
 ) -> SignalReceipt:
+    """``agent.send_message`` (``kind`` "message"), ``queue_message`` ("queue") or
+    ``send_signal`` ("signal"): the target and branches as the caller gave them (checked
+    here), positional (a burst sends hundreds)."""
     sent: Signal | PlainText | None = None
     given = cast(object, message)  # the caller's: narrowed by its type here
     if type(given) is str:  # most of what is sent: its Signal can wait
