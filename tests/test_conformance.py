@@ -197,6 +197,36 @@ async def test_active_run_id_knows_another_processes_run_before_the_stream_is_re
 
 
 
+async def test_a_subscriber_that_read_its_agents_own_run_from_the_store_sees_it_end(
+    agents: AgentFactory, store: SqliteStore, stores: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live-run tracker reads the store when another process commits; read while this
+    agent's own run is live, the store names that run. Its end is known here (no commit of
+    another process follows it to correct the tracker): the subscriber's live run is None as
+    soon as it ended."""
+    gate = Gate()
+    agent = memory_agent(agents, store, gate.model)
+    sub = await agent.subscribe_to_thread(resource_id=R, thread_id=T)
+    output = await live_run(agent, gate)
+    read_live = asyncio.Event()  # the tracker read the store while the run was live
+    active_run = store.active_run
+
+    async def spied(thread_id: str) -> Any:
+        active = await active_run(thread_id)
+        if active is not None and active.run_id == output.run_id:
+            read_live.set()
+        return active
+
+    monkeypatch.setattr(store, "active_run", spied)
+    elsewhere = stores(store.path)  # another process's commit wakes the tracker
+    await elsewhere.ensure_thread("another-thread", R)
+    await asyncio.wait_for(read_live.wait(), 10.0)
+    gate.gate.set()
+    await output.consume_stream()
+    assert sub.active_run_id() is None  # at once: the runtime knows, the store need not say
+    sub.unsubscribe()
+
+
 async def test_subscribe_to_thread_without_resource_id(
     agents: AgentFactory, store: SqliteStore
 ) -> None:

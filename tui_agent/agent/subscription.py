@@ -122,7 +122,14 @@ class ThreadSubscription:
         with changes:
             while not self._closed:
                 await changes.wait()
+                runtime = self.agent.runtime
+                before = runtime.run_on(self.thread_id)  # a run of ours the read may name
                 active = await self._store.active_run(self.thread_id)
+                if active is not None and (
+                    (before is not None and before.run_id == active.run_id)
+                    or runtime.run(active.run_id) is not None
+                ):  # this agent's own: its end is known here, no commit of another needed
+                    _remember(self._ours, active.run_id, self._kept())
                 self._stored_run_id = active.run_id if active is not None else None
                 self._ended.clear()  # the store's answer is newer than the ends read so far
                 await asyncio.sleep(LIVE_CHECK_S)  # a streaming run commits often: read less
