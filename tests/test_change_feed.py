@@ -179,6 +179,30 @@ async def test_a_commit_elsewhere_is_not_hidden_by_one_here_in_the_same_poll(
         await store.close()
 
 
+async def test_this_process_commits_never_wake_a_watch_for_other_processes(
+    tmp_path: Path, hearing: str,
+) -> None:
+    """A commit here shows on the poller's probe before it is counted in ``local_commits``,
+    and the next is counted before it shows: a move while a write of ours was under way is
+    sorted out by the store's own version (``writes_begun``/``writes_ended``), so a watch that
+    waits for other processes only is never woken by fifty of ours."""
+    store = SqliteStore(tmp_path / "ours.db")
+    await store.ensure_thread("t", R)
+    feed = ChangeFeed.of(store)
+    try:
+        with feed.watch() as local, feed.watch(local=False) as others:
+            assert await local.wait(BOUND_S)  # the first wake: read what is there
+            others.event.clear()
+            for n in range(50):
+                await store.append_events("t", [EventIn("data-here", {"n": n})])
+                assert await local.wait(BOUND_S)  # each seen as this process's commit
+            polls = feed.polls
+            await until(lambda: feed.polls >= polls + 3 and not feed.tasks, "three polls")
+            assert not others.event.is_set()
+    finally:
+        await store.close()
+
+
 async def test_the_poller_stops_with_the_last_subscriber_and_starts_with_the_next(
     agents: Callable[..., Agent], tmp_path: Path, hearing: str
 ) -> None:

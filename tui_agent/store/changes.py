@@ -28,10 +28,14 @@ waiting-signals view each hold a watch, then read only what concerns them. Guara
 - This process's own commits wake ``local`` watches at the next poll but do not speed the poller
   up (a no-op commit every second, the dispatcher's claim, would keep it fast forever); readers
   that must see this process's appends at once (subscriptions) are woken by the store's
-  listeners instead. Its *quiet* commits (``quiet_commits``: SQLite's search index catching up,
-  which changes nothing a watch reads) wake nobody and are not taken for another process's:
-  the store counts one before its COMMIT, and the poller compares the count with the one at
-  its last poll that saw a commit, so a poll that falls between the two cannot lose it.
+  listeners instead. Its *quiet* commits (SQLite's search index catching up, which changes
+  nothing a watch reads) wake nobody. None of its commits is taken for another process's: a
+  move of the marker while a write of this process was under way (or had ended since the
+  last look: ``writes_begun``/``writes_ended``, counted at the store's write lock) is sorted
+  out by the store's own ``data_version()``, which other connections' commits alone move. A
+  commit shows on the probe before this process counts it, and is counted before it shows,
+  so no single count could tell (tests/test_change_feed.py: fifty commits here never wake a
+  watch for other processes).
 
 How it polls: a store on a file (``path``) is probed in the poller's own thread on its own
 SQLite connection (which never writes): ``PRAGMA data_version`` there costs microseconds and
@@ -85,13 +89,18 @@ class ChangeSource(Protocol):
         """How many write transactions were committed through this store object."""
         ...
 
-    # A store may also count ``quiet_commits`` (read with getattr: 0 where it has none): its
-    # commits that change nothing a watch reads, not in ``local_commits``, each counted
-    # before it commits.
+    # A store on a file also counts ``writes_begun`` and ``writes_ended`` (read with getattr:
+    # 0 where it has none): its write transactions that took its write lock, and those that
+    # ended (committed or not), loud or quiet (a quiet one, the search index catching up, is
+    # not in ``local_commits``: it changes nothing a watch reads).
 
 
-def _quiet_commits(store: object) -> int:
-    return getattr(store, "quiet_commits", 0)
+def _writes_begun(store: object) -> int:
+    return getattr(store, "writes_begun", 0)
+
+
+def _writes_ended(store: object) -> int:
+    return getattr(store, "writes_ended", 0)
 
 
 class ChangeWatch:
@@ -240,7 +249,9 @@ class ChangeFeed:
     async def sort_out(self, local: bool = True) -> None:
         """This process and maybe another committed since the last poll: the store's own
         ``data_version()`` (moved by other connections only) tells whether another did.
-        ``local=False``: this process's were all quiet commits (they wake nobody)."""
+        ``local=False``: none of this process's commits counted since the last poll changes
+        what a watch reads (quiet ones, or none yet: a loud one counted later wakes the local
+        watches at the next poll)."""
         if not self._watches:
             return  # stopped meanwhile: the store may be closed, and a query would reopen it
         try:
@@ -304,16 +315,17 @@ class _Poller(threading.Thread):
 
     def _loop(self, probe: Callable[[], int], *, sees_own: bool) -> None:
         feed = self.feed
-        version, commits, quiet = self._first_marker(probe)
+        version, commits, ended = self._first_marker(probe)
         interval = feed.idle_s
         hurry_until = 0.0  # after a write was heard: its commit shows a moment later
         while (told := self._wait(interval)) is not None:
             if self.loop.is_closed() or not feed.store_alive:
                 return  # nobody is left to wake (a program that never closed its watches)
             try:
+                ended_now = _writes_ended(feed.store)  # before the probe, begun after it:
                 new_version = probe()
                 new_commits = feed.store.local_commits
-                new_quiet = _quiet_commits(feed.store)
+                begun = _writes_begun(feed.store)  # the window any write of ours may be in
             except Exception:  # the store is unreadable or gone: its readers will say why
                 log.debug("change feed poll failed", exc_info=True)
                 self._to_loop(feed.wake, foreign=True, news=False)
@@ -321,11 +333,12 @@ class _Poller(threading.Thread):
                 continue
             feed.polls += 1
             moved, local = new_version != version, new_commits != commits
-            quietly = moved and new_quiet != quiet  # counted since the last commit seen
-            version, commits = new_version, new_commits
-            if moved:
-                quiet = new_quiet
-            if moved and (local or quietly) and sees_own:
+            # Ours, maybe: a write of ours that had not ended before the last probe, or began
+            # since, may be what moved (a commit shows before it is counted, and a count may
+            # come before its commit shows); else the move is another process's alone.
+            ours = moved and begun != ended
+            version, commits, ended = new_version, new_commits, ended_now
+            if ours and sees_own:
                 self._to_loop(self._sort_out, local=local)  # ours, or ours and another's?
             elif moved or local:
                 self._to_loop(feed.wake, foreign=moved)
@@ -380,16 +393,18 @@ class _Poller(threading.Thread):
             self._told.close()
 
     def _first_marker(self, probe: Callable[[], int]) -> tuple[int, int, int]:
-        """The marker to compare with, then every watch woken once: one that read before this
-        marker was taken must read again (a commit may lie between its read and this)."""
+        """The marker to compare with (version, local commits, writes ended before it), then
+        every watch woken once: one that read before this marker was taken must read again (a
+        commit may lie between its read and this)."""
+        ended = _writes_ended(self.feed.store)
         try:
             version = probe()
             self.feed.polls += 1
         except Exception:
             version = -1  # the first poll retries and reports
-        commits, quiet = self.feed.store.local_commits, _quiet_commits(self.feed.store)
+        commits = self.feed.store.local_commits
         self._to_loop(self.feed.wake, foreign=True, news=False)
-        return version, commits, quiet
+        return version, commits, ended
 
     def _open_probe(self) -> tuple[Callable[[], int], Callable[[], None] | None]:
         if self._path is None:

@@ -61,7 +61,7 @@ from tui_agent.store.records import (
 from tui_agent.store.roles import Args, Door, Row, Session
 from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
 from tui_agent.store.search import index_trailing, trails
-from tui_agent.store.sqlite_turns import ConnectionTurns
+from tui_agent.store.sqlite_turns import ConnectionTurns, WriteLock
 from tui_agent.store.writes import Txn
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class SqliteStore(ComposedStore):
         self.group_commit = group_commit
         self._db: aiosqlite.Connection | None = None  # opened lazily
         self._open_lock: asyncio.Lock | None = None
-        self._write_lock: asyncio.Lock | None = None
+        self._write_lock: WriteLock | None = None
         self._turns: ConnectionTurns | None = None  # the connection's threads (sqlite_turns.py)
         self._queue: list[_Queued] = []  # writes waiting for the next group transaction
         self._writer: asyncio.Task[None] | None = None  # drains _queue while it has writes
@@ -146,7 +146,7 @@ class SqliteStore(ComposedStore):
                 db = await self._connect()
                 self._turns = ConnectionTurns(
                     db, here=self.path != MEMORY, busy_timeout_ms=BUSY_TIMEOUT_MS)
-                self._write_lock = asyncio.Lock()
+                self._write_lock = WriteLock()
                 self._db = db
             return self._db
 
@@ -450,6 +450,18 @@ class SqliteStore(ComposedStore):
         :attr:`local_commits`: they change nothing a watch reads, so the change feed wakes
         nobody for them, and does not take them for another process's commits."""
         return self._quiet_commits
+
+    @property
+    def writes_begun(self) -> int:
+        """Write transactions of this object that took the write lock (``WriteLock``)."""
+        return 0 if self._write_lock is None else self._write_lock.begun
+
+    @property
+    def writes_ended(self) -> int:
+        """Write transactions of this object that ended (committed or rolled back): with
+        :attr:`writes_begun`, what the change feed needs to tell its own commits from another
+        process's."""
+        return 0 if self._write_lock is None else self._write_lock.ended
 
     @property
     def local_commits(self) -> int:

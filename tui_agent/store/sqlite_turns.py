@@ -44,6 +44,29 @@ CHECKPOINT_EVERY = 64  # commits between two passive checkpoints (SQLite's own: 
 log = logging.getLogger(__name__)
 
 
+class WriteLock:
+    """The store's write lock (one write transaction of this process at a time), counting the
+    writes that took it (``begun``) and those that let it go (``ended``, after their COMMIT or
+    ROLLBACK). With both, the change feed tells a version move that may be this process's own
+    (a write under way, or ended since its last look) from one only another process made
+    (``store/changes.py``; tests/test_change_feed.py)."""
+
+    __slots__ = ("_lock", "begun", "ended")
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self.begun = 0
+        self.ended = 0
+
+    async def __aenter__(self) -> None:
+        await self._lock.acquire()
+        self.begun += 1
+
+    async def __aexit__(self, *_exc: object) -> None:
+        self.ended += 1
+        self._lock.release()
+
+
 class ConnectionTurns:
     """The store's connection ``db``, its transactions run on the loop's thread when they can
     begin at once (``here``; False: always on the worker), else on its worker thread."""
