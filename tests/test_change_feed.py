@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from helpers.common import until
 
-import tui_agent.store.sqlite as sqlite_module
+import tui_agent.store.sqlite_index as sqlite_index
 from tui_agent import Agent, Memory, SqliteStore
 from tui_agent.store import changes
 from tui_agent.store.changes import ChangeFeed
@@ -274,7 +274,7 @@ async def test_memory_changes_wakes_on_any_commit_here_or_elsewhere(
 async def test_the_search_index_catching_up_wakes_no_watch(
     tmp_path: Path, hearing: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_module, "INDEX_AFTER_S", 60.0)  # this test says when it indexes
+    monkeypatch.setattr(sqlite_index, "INDEX_AFTER_S", 60.0)  # this test says when it indexes
     store = SqliteStore(tmp_path / "quiet.db")
     await store.ensure_thread("t", R)
     feed = ChangeFeed.of(store)

@@ -60,7 +60,8 @@ from tui_agent.store.records import (
 )
 from tui_agent.store.roles import Args, Door, Row, Session
 from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
-from tui_agent.store.search import index_trailing, trails
+from tui_agent.store.search import trails
+from tui_agent.store.sqlite_index import TrailingIndex
 from tui_agent.store.sqlite_turns import ConnectionTurns, WriteLock
 from tui_agent.store.writes import Txn
 
@@ -73,7 +74,6 @@ Ts = TypeVarTuple("Ts")
 Body = Callable[[sqlite3.Connection, *Ts], T]
 
 BUSY_TIMEOUT_MS = 30_000
-INDEX_AFTER_S = 0.2  # how long stored messages wait for the search index (a search: none)
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +117,8 @@ class SqliteStore(ComposedStore):
         self._writer: asyncio.Task[None] | None = None  # drains _queue while it has writes
         self._listeners: dict[str, set[asyncio.Event]] = {}
         self._commits = 0  # write transactions committed through this object
-        self._quiet_commits = 0  # the search index's own (see quiet_commits)
         self._opened_version: int | None = None  # data_version() when its connection opened
-        self._index_due = False  # messages wait for the search index, and their time came
-        self._index_timer: _LoopTimer | None = None  # when the index step is due
+        self._index = TrailingIndex(self._start_writer)  # the search index's step (sqlite_index)
         super().__init__(SqliteDatabase(self), self)
 
     def __repr__(self) -> str:
@@ -203,9 +201,8 @@ class SqliteStore(ComposedStore):
             raise
 
     async def close(self) -> None:
-        if self._index_timer is not None:  # what waits for the index is indexed now
-            self._index_timer.handle.cancel()
-            self._index_now()
+        if self._index.waiting:  # what waits for the index is indexed now
+            self._index.now()
         writer = self._writer
         if writer is not None and not writer.done():
             await asyncio.gather(writer, return_exceptions=True)  # queued writes commit first
@@ -231,7 +228,7 @@ class SqliteStore(ComposedStore):
             self._commits += 1
             assert self._turns is not None
             self._turns.committed()
-        self._index_soon()  # it may have stored messages: the index step looks, in a moment
+        self._index.soon()  # it may have stored messages: the index step looks, in a moment
 
     async def write(self, body: Body[*Ts, T], *args: *Ts) -> T:
         """Run ``body(conn, *args)`` (a function of ``tui_agent.store.txn``) whole inside a
@@ -285,31 +282,15 @@ class SqliteStore(ComposedStore):
             loop = asyncio.get_running_loop()
             self._writer = loop.create_task(self._drain(), name=f"{self!r} writer")
 
-    def _index_soon(self) -> None:
-        """Messages were stored: the writer indexes them for search :data:`INDEX_AFTER_S` from
-        now, after the writes queued then. Not at once: a woken run's model call starts right
-        after its routing commits, and an index transaction then (the writer's thread, the
-        GIL, two cores) slowed its first delta more than the index in the routing's own
-        transaction did (issue 22). Messages stored meanwhile join the same step."""
-        loop = asyncio.get_running_loop()
-        timer = self._index_timer
-        if timer is None or timer.loop is not loop:  # none yet, or one of a loop gone since
-            self._index_timer = _LoopTimer(loop, loop.call_later(INDEX_AFTER_S, self._index_now))
-
-    def _index_now(self) -> None:
-        self._index_timer = None
-        self._index_due = True
-        self._start_writer()
-
     async def _drain(self) -> None:
         """The store's one writer: commit the queue, a group at a time, until it is empty; and
         index for search what its writes stored, when that is due."""
         try:
             await self._conn()
-            while self._queue or self._index_due:
+            while self._queue or self._index.due:
                 if not self._queue:
-                    self._index_due = False
-                    await self._index()
+                    self._index.due = False
+                    await self._index_step()
                     continue
                 if self.group_commit:
                     group, self._queue = self._queue, []
@@ -355,41 +336,23 @@ class SqliteStore(ComposedStore):
                 return [txn.Outcome(error=error)]
             self._commits += 1
             if unindexed:
-                self._index_soon()
+                self._index.soon()
             return [txn.Outcome(value)]
         writes = [(queued.body, queued.args) for queued in group]
         outcomes, unindexed = await turns.transaction(_with_trails, txn.group, writes)
         self._commits += 1
         if unindexed:
-            self._index_soon()
+            self._index.soon()
         return outcomes
 
-    async def _index(self) -> None:
-        """Index the messages that trail (``store/search.py``). A failure is only logged: the
-        mark stays, and the next search (or index step) takes them."""
+    async def _index_step(self) -> None:
+        """The writer's index step (``sqlite_index.py``). A failure is only logged: the mark
+        stays, and the next search (or index step) takes them."""
+        assert self._write_lock is not None and self._turns is not None
         try:
-            await self._index_step()
+            await self._index.step(self._turns, self._write_lock)
         except Exception as error:
             log.warning("indexing messages for search in %s failed: %s", self.path, error)
-
-    async def _index_step(self) -> None:
-        assert self._write_lock is not None and self._turns is not None
-        async with self._write_lock:
-            quiet = self._quiet_commits
-            await self._turns.on_worker(self._index_if_trailing)
-            if self._quiet_commits != quiet:
-                self._turns.committed()
-
-    def _index_if_trailing(self, conn: sqlite3.Connection) -> None:
-        """On the connection's thread: a transaction only if messages trail (another process's
-        search or index step may have taken them meanwhile), counted quiet before its COMMIT,
-        so the change feed never sees it committed before it is counted."""
-        if trails(conn):
-            txn.in_transaction(conn, self._counted_quiet)
-
-    def _counted_quiet(self, conn: sqlite3.Connection) -> None:
-        index_trailing(conn)
-        self._quiet_commits += 1  # only this thread writes it (the loop reads it)
 
     async def index_trailing_messages(self) -> None:
         """Index for search the messages stored (by any process) and not indexed yet: a
@@ -397,7 +360,8 @@ class SqliteStore(ComposedStore):
         await self._conn()
         assert self._turns is not None
         if await self._turns.on_worker(trails):  # a read: no write lock when none trail
-            await self._index_step()  # as the writer's own: a quiet commit
+            assert self._write_lock is not None
+            await self._index.step(self._turns, self._write_lock)  # a quiet commit
 
     async def fetchall(self, sql: str, params: Args = ()) -> list[Row]:
         await self._conn()
@@ -449,7 +413,7 @@ class SqliteStore(ComposedStore):
         """The search index's transactions (``store/search.py``), not in
         :attr:`local_commits`: they change nothing a watch reads, so the change feed wakes
         nobody for them, and does not take them for another process's commits."""
-        return self._quiet_commits
+        return self._index.quiet_commits
 
     @property
     def writes_begun(self) -> int:
@@ -682,12 +646,6 @@ async def _run_script(db: aiosqlite.Connection, script: str) -> None:
                 await db.execute(statement)
             statement = ""
 
-
-
-@dataclass(slots=True)
-class _LoopTimer:
-    loop: asyncio.AbstractEventLoop
-    handle: asyncio.TimerHandle
 
 
 def _with_trails(
