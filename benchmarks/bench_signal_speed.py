@@ -20,7 +20,8 @@ measured in the same run on the same machine.
 - Idle: a process with an agent watching 20 idle threads (subscriptions + the rescuer): CPU %
   of one core over ``--idle-s`` seconds.
 
-- Mastra, first, in the same run: ``benchmarks/mastra/bench.mjs`` (Mastra 1.71 on Node, its own
+- Mastra, first (and again after our bursts and wakes, to show the machine's drift over them),
+  in the same run: ``benchmarks/mastra/bench.mjs`` (Mastra 1.71 on Node, its own
   in-process mock model, ``@mastra/memory`` on a LibSQL file) does the same burst of
   ``sendSignal`` (user and typed) into a run held open and the same idle wake
   (``mastra_runner.py``: ``npm ci`` once, then the script under a bound). Without Node/npm, or
@@ -470,6 +471,19 @@ def idle_rows(tmp: Path, seconds: float) -> list[Row]:
     ]
 
 
+def drift_rows(start: MastraFigures, end: MastraFigures) -> list[Row]:
+    """Mastra measured again once our bursts and wakes are done: the machine's drift over them
+    (the ratios above are against the first measurement; a VM's speed swings by minutes)."""
+    if not end.measured:
+        return [("Mastra again, after our figures", "not measured", end.source)]
+    return [("Mastra again, after our figures",
+             f"{end.burst_user:,.0f} / {end.burst_typed:,.0f} /s, {end.wake_ms:.2f} ms",
+             f"user / typed burst, idle wake; at the start {start.burst_user:,.0f} / "
+             f"{start.burst_typed:,.0f} /s, {start.wake_ms:.2f} ms (end ÷ start: "
+             f"{end.burst_user / start.burst_user:.2f} / {end.burst_typed / start.burst_typed:.2f}"
+             f" / {end.wake_ms / start.wake_ms:.2f})")]
+
+
 def pg_admin(given: str | None, skip: bool) -> contextlib.AbstractContextManager[str | None]:
     if skip:
         return contextlib.nullcontext(None)
@@ -499,6 +513,8 @@ def main() -> None:
         tmp = Path(name)
         rows, _ = asyncio.run(burst_rows(tmp, args.burst, args.rounds, pg, mastra))
         rows += asyncio.run(wake_rows(tmp, args.wakes, mastra))
+        if mastra.measured:  # again: how far the machine's speed drifted over our figures
+            rows += drift_rows(mastra, measure(args.burst, args.rounds, args.wakes))
         rows += rescue_rows(tmp, args.rescues)
         rows += idle_rows(tmp, args.idle_s)
     width = max(len(r[0]) for r in rows)
