@@ -9,9 +9,11 @@ measured in the same run on the same machine.
   it returns before anything is written) and the rest (the group's commit on the store's
   writer thread, the hops to it and back, the receipts settled, the caller's ``gather``).
   Beside each: a bare sqlite3 loop inserting the same signal rows (read back from the store)
-  in one transaction on the same file. Then the same kinds on a throwaway PostgreSQL (or
-  ``--pg URL``), beside SQLite's. Then the burst into a run whose model is on the HTTP path (a
-  fake OpenAI server holding its answer open).
+  in one transaction, into an unindexed table on a file beside the store's. The same kinds on
+  a throwaway PostgreSQL (or ``--pg URL``), beside SQLite's. Every kind on both stores and its
+  anchor take their rounds in turn (round 1 of each, then round 2…), so a slow minute of the
+  machine falls on all of them alike. Then the burst into a run whose model is on the HTTP
+  path (a fake OpenAI server holding its answer open).
 - Idle wake: ``send_message`` to an idle thread → its first text delta, median, on the mock
   model and on the HTTP path (the fake server), beside raw httpx's first delta from the same
   server (the floor).
@@ -116,52 +118,95 @@ class HeldRun:
         return "ok"
 
 
+class BurstTarget:
+    """Bursts of ``count`` ``kind`` sends into one live run (its model call held open), a round
+    at a time: the targets of a run take their rounds in turn (:func:`take_turns`), so a slow
+    minute of the machine falls on every kind alike, not on whichever ran then."""
+
+    def __init__(self, location: str, kind: str, count: int,
+                 server: FakeOpenAIServer | None = None) -> None:
+        self.location, self.kind, self.count, self.server = location, kind, count, server
+        self.rates: list[float] = []
+        self.calls: list[float] = []
+        self.commits: list[int] = []
+
+    async def open(self) -> None:
+        """The store, the agent, and its run held inside its first model call."""
+        self.store = open_store(self.location)
+        self.held = HeldRun()
+        server = self.server
+        if server is None:
+            model: Any = ScriptedModel(handler=self.held.reply)
+        else:
+            server.reset()
+            server.script({"text": "held answer", "hold": True})
+            model = {"id": "openai/gpt-test", "api_base": server.base_url, "api_key": "sk-bench"}
+        self.agent = Agent(name="bench", instructions="x", model=model,
+                           memory=Memory(store=self.store),
+                           notifications={"delivery_policy": {"default": "deliver"}})
+        woken = await self.agent.send_message("start", resource_id=R, thread_id=T).accepted
+        self.run_id, self.output = woken["run_id"], woken["output"]
+        if server is None:
+            await self.held.entered.wait()
+        else:
+            async for chunk in self.output:  # the held answer's first delta: mid-call
+                if chunk["type"] == "text-delta":
+                    break
+
+    async def round(self, r: int) -> None:
+        """One burst: its rate, the calls' share of it, and the commits it took."""
+        inputs = _inputs(self.kind, r, self.count)
+        before = self.store.local_commits
+        start = time.perf_counter()
+        sent = _kind_sender(self.kind)(self.agent, inputs)  # each call returns before it commits
+        called = time.perf_counter()
+        results = await asyncio.gather(*sent)
+        self.rates.append(self.count / (time.perf_counter() - start))
+        self.calls.append((called - start) / self.count)
+        self.commits.append(self.store.local_commits - before)
+        _check(self.kind, results, self.run_id)
+
+    async def close(self) -> None:
+        if self.server is None:
+            self.held.gate.set()
+        else:
+            self.server.release()
+        with contextlib.suppress(Exception):
+            await self.output.result()
+        await self.agent.close()
+        await self.store.close()
+
+    def figures(self) -> dict[str, Any]:
+        """Median accepted/s, commits per burst, and a signal's time split at the call's return."""
+        rate = statistics.median(self.rates)
+        call_us = statistics.median(self.calls) * 1e6
+        return {"rate": rate, "commits": statistics.median(self.commits), "call_us": call_us,
+                "rest_us": 1e6 / rate - call_us}
+
+
+async def take_turns(targets: list[BurstTarget], rounds: int,
+                     after_round: Callable[[BurstTarget, int], None] | None = None) -> None:
+    """Open every target, then ``rounds`` rounds of each in turn (``after_round`` after each),
+    then close them."""
+    for target in targets:
+        await target.open()
+    try:
+        for r in range(rounds):
+            for target in targets:
+                await target.round(r)
+                if after_round is not None:
+                    after_round(target, r)
+    finally:
+        for target in targets:
+            await target.close()
+
+
 async def burst(location: str, kind: str, count: int, rounds: int,
                 server: FakeOpenAIServer | None = None) -> dict[str, Any]:
     """Median accepted/s of ``rounds`` bursts of ``count`` ``kind`` sends into a live run."""
-    store = open_store(location)
-    held = HeldRun()
-    if server is None:
-        model: Any = ScriptedModel(handler=held.reply)
-    else:
-        server.reset()
-        server.script({"text": "held answer", "hold": True})
-        model = {"id": "openai/gpt-test", "api_base": server.base_url, "api_key": "sk-bench"}
-    agent = Agent(name="bench", instructions="x", model=model, memory=Memory(store=store),
-                  notifications={"delivery_policy": {"default": "deliver"}})
-    woken = await agent.send_message("start", resource_id=R, thread_id=T).accepted
-    output = woken["output"]
-    if server is None:
-        await held.entered.wait()
-    else:
-        async for chunk in output:  # the held answer's first delta: the run is mid-call
-            if chunk["type"] == "text-delta":
-                break
-    send = _kind_sender(kind)
-    rates, commits, calls = [], [], []
-    for r in range(rounds):
-        inputs = _inputs(kind, r, count)
-        before = store.local_commits
-        start = time.perf_counter()
-        sent = send(agent, inputs)  # the calls themselves (each returns before it commits)
-        called = time.perf_counter()
-        results = await asyncio.gather(*sent)
-        rates.append(count / (time.perf_counter() - start))
-        calls.append((called - start) / count)
-        commits.append(store.local_commits - before)
-        _check(kind, results, woken["run_id"])
-    if server is None:
-        held.gate.set()
-    else:
-        server.release()
-    with contextlib.suppress(Exception):
-        await output.result()
-    await agent.close()
-    await store.close()
-    rate = statistics.median(rates)
-    call_us = statistics.median(calls) * 1e6
-    return {"rate": rate, "commits": statistics.median(commits), "call_us": call_us,
-            "rest_us": 1e6 / rate - call_us}
+    target = BurstTarget(location, kind, count, server)
+    await take_turns([target], rounds)
+    return target.figures()
 
 
 def _check(kind: str, results: list[Any], run_id: str) -> None:
@@ -176,27 +221,46 @@ def _check(kind: str, results: list[Any], run_id: str) -> None:
         assert {r["run_id"] for r in results} == {run_id}, kind
 
 
-def insert_loop_anchor(path: str, count: int, rounds: int) -> float:
-    """Rows/s of a bare sqlite3 loop inserting ``count`` of the store's own signal rows (as
-    stored by the bursts) in one ``BEGIN IMMEDIATE`` transaction, same file (median)."""
-    with sqlite3.connect(path, isolation_level=None) as db:
-        db.execute("PRAGMA synchronous=NORMAL")
-        rows = db.execute(
-            "SELECT thread_id, resource_id, type, status, run_id, message, data, created_at"
-            " FROM signals ORDER BY seq DESC LIMIT ?", (count,)).fetchall()
-        db.execute("CREATE TABLE IF NOT EXISTS anchor_signals AS SELECT * FROM signals WHERE 0")
-        rates = []
-        for r in range(rounds):
-            start = time.perf_counter()
-            db.execute("BEGIN IMMEDIATE")
-            for i, row in enumerate(rows):
-                db.execute(
-                    "INSERT INTO anchor_signals(seq, id, thread_id, resource_id, type, status,"
-                    " run_id, message, data, created_at) VALUES (NULL,?,?,?,?,?,?,?,?,?)",
-                    (f"anchor-{r}-{i}", *row))
-            db.execute("COMMIT")
-            rates.append(len(rows) / (time.perf_counter() - start))
-    return statistics.median(rates)
+class InsertLoopAnchor:
+    """A bare sqlite3 loop inserting ``count`` of a store's own signal rows (as its bursts
+    stored them) in one ``BEGIN IMMEDIATE`` transaction, into a table with no index on a file
+    beside the store's: rows/s, a round at a time (taken in turn with the bursts)."""
+
+    def __init__(self, store_path: str, count: int) -> None:
+        self.store_path, self.count = store_path, count
+        self.rows: list[tuple[Any, ...]] = []
+        self.rates: list[float] = []
+        self.db: sqlite3.Connection | None = None
+
+    def round(self, r: int) -> None:
+        if self.db is None:  # the store's rows, once its first burst stored them
+            with contextlib.closing(sqlite3.connect(self.store_path)) as store:
+                self.rows = store.execute(
+                    "SELECT thread_id, resource_id, type, status, run_id, message, data,"
+                    " created_at FROM signals ORDER BY seq DESC LIMIT ?", (self.count,)).fetchall()
+            self.db = sqlite3.connect(self.store_path + ".anchor", isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("CREATE TABLE anchor_signals(seq INTEGER, id TEXT, thread_id TEXT,"
+                            " resource_id TEXT, type TEXT, status TEXT, run_id TEXT, message TEXT,"
+                            " data TEXT, created_at REAL, delivered_at REAL)")
+        db = self.db
+        start = time.perf_counter()
+        db.execute("BEGIN IMMEDIATE")
+        for i, row in enumerate(self.rows):
+            db.execute(
+                "INSERT INTO anchor_signals(seq, id, thread_id, resource_id, type, status,"
+                " run_id, message, data, created_at) VALUES (NULL,?,?,?,?,?,?,?,?,?)",
+                (f"anchor-{r}-{i}", *row))
+        db.execute("COMMIT")
+        self.rates.append(len(self.rows) / (time.perf_counter() - start))
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+
+    def rate(self) -> float:
+        return statistics.median(self.rates)
 
 
 def _split(kind: str, got: dict[str, Any]) -> str:
@@ -221,13 +285,30 @@ def _label(mastra: MastraFigures) -> str:
 
 async def burst_rows(tmp: Path, count: int, rounds: int, pg: str | None, mastra: MastraFigures
                      ) -> tuple[list[Row], dict[str, float]]:
+    """Every kind on SQLite (beside its insert-loop anchor) and, with ``pg``, on PostgreSQL,
+    their rounds taken in turn; then the HTTP model path's bursts."""
     rows: list[Row] = []
-    sqlite_rates: dict[str, float] = {}
-    for kind in KINDS:
-        path = str(tmp / f"burst-{kind.split()[0]}-{len(sqlite_rates)}.db")
-        got = await burst(path, kind, count, rounds)
-        anchor = insert_loop_anchor(path, count, rounds)
-        sqlite_rates[kind] = got["rate"]
+    with pg_locations(pg) as new_database:
+        sqlite = {kind: BurstTarget(str(tmp / f"burst-{i}.db"), kind, count)
+                  for i, kind in enumerate(KINDS)}
+        postgres = ({kind: BurstTarget(new_database(), kind, count) for kind in KINDS}
+                    if pg is not None else {})
+        anchors = {kind: InsertLoopAnchor(target.location, count)
+                   for kind, target in sqlite.items()}
+
+        def anchor_after(target: BurstTarget, r: int) -> None:
+            if target is sqlite[target.kind]:
+                anchors[target.kind].round(r)
+
+        turns = [t for kind in KINDS for t in (sqlite[kind], postgres.get(kind)) if t]
+        try:
+            await take_turns(turns, rounds, anchor_after)
+        finally:
+            for anchor in anchors.values():
+                anchor.close()
+    sqlite_rates = {kind: target.figures()["rate"] for kind, target in sqlite.items()}
+    for kind, target in sqlite.items():
+        got, anchor = target.figures(), anchors[kind].rate()
         rows.append((f"SQLite burst: {kind}", f"{got['rate']:,.0f} /s",
                      f"goal ≥ {GOAL_BURST:,}; {got['commits']:.0f} commits/burst; "
                      f"bare insert loop of the same rows {anchor:,.0f} /s "
@@ -237,14 +318,12 @@ async def burst_rows(tmp: Path, count: int, rounds: int, pg: str | None, mastra:
             rows.append((f"  {_label(mastra)}: sendSignal, same signals", f"{theirs:,.0f} /s",
                          f"tui-agent {got['rate'] / theirs:.2f}× Mastra"))
     rows.append(("  Mastra's setup", "measured" if mastra.measured else "quoted", mastra.source))
-    if pg is not None:
-        with pg_locations(pg) as new_database:
-            for kind in KINDS:
-                got = await burst(new_database(), kind, count, rounds)
-                ratio = got["rate"] / sqlite_rates[kind]
-                rows.append((f"PostgreSQL burst: {kind}", f"{got['rate']:,.0f} /s",
-                             f"{ratio:.2f}× SQLite's {sqlite_rates[kind]:,.0f} /s (goal ≥ 0.5×);"
-                             f" {got['commits']:.0f} commits/burst"))
+    for kind, target in postgres.items():
+        got = target.figures()
+        ratio = got["rate"] / sqlite_rates[kind]
+        rows.append((f"PostgreSQL burst: {kind}", f"{got['rate']:,.0f} /s",
+                     f"{ratio:.2f}× SQLite's {sqlite_rates[kind]:,.0f} /s (goal ≥ 0.5×);"
+                     f" {got['commits']:.0f} commits/burst"))
     with FakeOpenAIServer() as server:
         for kind in ("send_message", "send_signal dict (user)", "send_signal dict (typed)"):
             got = await burst(str(tmp / f"http-{len(rows)}.db"), kind, count, rounds, server)
@@ -256,12 +335,14 @@ async def burst_rows(tmp: Path, count: int, rounds: int, pg: str | None, mastra:
 
 
 @contextlib.contextmanager
-def pg_locations(admin: str) -> Iterator[Callable[[], str]]:
-    import pg_server
-
+def pg_locations(admin: str | None) -> Iterator[Callable[[], str]]:
+    """New databases on the server ``admin`` names (none without one), dropped at the end."""
     made: list[str] = []
 
     def new() -> str:
+        assert admin is not None
+        import pg_server
+
         name = pg_server.new_database_name()
         pg_server.create_database_sync(admin, name)
         made.append(name)
@@ -270,8 +351,12 @@ def pg_locations(admin: str) -> Iterator[Callable[[], str]]:
     try:
         yield new
     finally:
-        for name in made:
-            pg_server.drop_database_sync(admin, name)
+        if made:
+            import pg_server
+
+            assert admin is not None
+            for name in made:
+                pg_server.drop_database_sync(admin, name)
 
 
 # -- idle wake -----------------------------------------------------------------------------------
