@@ -126,6 +126,7 @@ class BurstTarget:
     def __init__(self, location: str, kind: str, count: int,
                  server: FakeOpenAIServer | None = None) -> None:
         self.location, self.kind, self.count, self.server = location, kind, count, server
+        self.send = _kind_sender(kind)
         self.rates: list[float] = []
         self.calls: list[float] = []
         self.commits: list[int] = []
@@ -158,7 +159,7 @@ class BurstTarget:
         inputs = _inputs(self.kind, r, self.count)
         before = self.store.local_commits
         start = time.perf_counter()
-        sent = _kind_sender(self.kind)(self.agent, inputs)  # each call returns before it commits
+        sent = self.send(self.agent, inputs)  # each call returns before it commits
         called = time.perf_counter()
         results = await asyncio.gather(*sent)
         self.rates.append(self.count / (time.perf_counter() - start))
@@ -306,9 +307,10 @@ async def burst_rows(tmp: Path, count: int, rounds: int, pg: str | None, mastra:
         finally:
             for anchor in anchors.values():
                 anchor.close()
-    sqlite_rates = {kind: target.figures()["rate"] for kind, target in sqlite.items()}
-    for kind, target in sqlite.items():
-        got, anchor = target.figures(), anchors[kind].rate()
+    sqlite_figures = {kind: target.figures() for kind, target in sqlite.items()}
+    sqlite_rates = {kind: got["rate"] for kind, got in sqlite_figures.items()}
+    for kind, got in sqlite_figures.items():
+        anchor = anchors[kind].rate()
         rows.append((f"SQLite burst: {kind}", f"{got['rate']:,.0f} /s",
                      f"goal ≥ {GOAL_BURST:,}; {got['commits']:.0f} commits/burst; "
                      f"bare insert loop of the same rows {anchor:,.0f} /s "
