@@ -14,6 +14,7 @@ from helpers.common import AgentFactory, until
 
 from tui_agent import Agent, Memory, SqliteStore, create_tool
 from tui_agent.errors import ConfigError, ProcessorError, SignalError
+from tui_agent.store.changes import ChangeFeed
 from tui_agent.testing import ScriptedModel
 
 R, T = "res-1", "thread-1"
@@ -224,6 +225,42 @@ async def test_a_subscriber_that_read_its_agents_own_run_from_the_store_sees_it_
     gate.gate.set()
     await output.consume_stream()
     assert sub.active_run_id() is None  # at once: the runtime knows, the store need not say
+    sub.unsubscribe()
+
+
+async def test_a_subscriber_sees_the_end_of_another_agent_s_run_in_this_process(
+    agents: AgentFactory, store: SqliteStore, stores: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two agents of one process on one store: the watcher's subscriber reads the other's
+    live run from the store (it is not the watcher's own), and sees it end though that end
+    is a commit of this process (which the tracker otherwise leaves to the store's listeners):
+    no other process commits after the tracker read the run."""
+    elsewhere = stores(store.path)  # another process: opened, and done with its first commits
+    await elsewhere.ensure_thread("another-thread", R)
+    watcher = memory_agent(agents, store, ScriptedModel(["-"]))
+    sub = await watcher.subscribe_to_thread(resource_id=R, thread_id=T)
+    gate = Gate()
+    neighbour = agents(name="neighbour", model=gate.model, memory=Memory(store=store))
+    output = await live_run(neighbour, gate)
+    feed = ChangeFeed.of(store)
+    reads: list[tuple[int, str | None]] = []  # (the feed's wakes when a read began, its run)
+    active_run = store.active_run
+
+    async def spied(thread_id: str) -> Any:
+        wakes = feed.wakes
+        active = await active_run(thread_id)
+        reads.append((wakes, active.run_id if active is not None else None))
+        return active
+
+    monkeypatch.setattr(store, "active_run", spied)
+    woken = feed.wakes
+    await elsewhere.ensure_thread("third-thread", R)  # one commit: wakes the tracker to read
+    await until(lambda: any(wakes > woken and run == output.run_id for wakes, run in reads),
+                "a read of the neighbour's run begun after that commit's wake")
+    assert sub.active_run_id() == output.run_id
+    gate.gate.set()
+    await output.consume_stream()
+    await until(lambda: sub.active_run_id() is None, "its end")
     sub.unsubscribe()
 
 

@@ -89,6 +89,40 @@ async def test_a_dropped_listener_reconnects_and_readers_catch_up_from_their_cur
     await asyncio.wait_for(woken.wait(), GUARD_S)  # notifications flow again
 
 
+async def test_this_store_s_own_commits_are_not_taken_for_another_process_s(
+    two: tuple[PostgresStore, PostgresStore],
+) -> None:
+    """The notification of one of this store's own commits (sent by one of its pooled
+    connections) arrives after the commit woke its listeners: it neither sets them again (a
+    subscriber that had read the commit was called behind again) nor moves ``data_version()``,
+    and it wakes the change feed's ``local`` watches only. Another store object's commits still
+    do all three."""
+    from tui_agent.store.changes import ChangeFeed
+
+    mine, other = two
+    await mine.ensure_thread(T, R)
+    await other.ensure_thread("marker", R)
+    own_thread, marker = mine.add_listener(T), mine.add_listener("marker")
+    feed = ChangeFeed.of(mine)
+    local_watch, foreign_watch = feed.watch(local=True), feed.watch(local=False)
+    try:
+        before = await mine.data_version()  # listening from here on
+        await mine.append_events(T, [EventIn("mine")])
+        assert own_thread.is_set()  # woken at commit, by this store itself
+        own_thread.clear()
+        await asyncio.wait_for(local_watch.wait(), GUARD_S)  # its notice reached the feed
+        # The server delivers notifications in commit order: once another process's later
+        # commit is heard, the notice of ours has been handled.
+        await other.append_events("marker", [EventIn("theirs")])
+        await asyncio.wait_for(marker.wait(), GUARD_S)
+        assert not own_thread.is_set(), "this store's own notice woke its listeners again"
+        assert await mine.data_version() == before + 1  # the other store's commit alone
+        assert foreign_watch.event.is_set()  # woken by the other's commit
+    finally:
+        local_watch.close()
+        foreign_watch.close()
+
+
 async def test_the_schema_is_migrated_once_and_a_newer_one_is_a_clear_error(url: str) -> None:
     stores = [open_store(url) for _ in range(4)]
     try:

@@ -8,10 +8,12 @@ import asyncio
 from typing import Any
 
 import pytest
-from helpers.common import AgentFactory, Held, until
+from helpers.common import AgentFactory, Held, StoreFactory, until
 
 from tui_agent import Memory
 from tui_agent.store import Store
+from tui_agent.store.changes import ChangeFeed
+from tui_agent.store.records import EventIn
 from tui_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.both_stores
@@ -107,4 +109,34 @@ async def test_behind_holds_until_every_event_of_a_finished_run_is_handed_out(
         assert sub.behind, f"caught up after {types} only"
         types.append((await asyncio.wait_for(anext(sub.stream), GUARD_S))["type"])
     assert not sub.behind
+    sub.unsubscribe()
+
+
+async def test_a_hint_of_another_process_s_commit_does_not_make_a_subscriber_behind(
+    agents: AgentFactory, store: Store, stores: StoreFactory, store_kind: str
+) -> None:
+    """The change feed's wake for another process's commit is a hint: the subscriber reads
+    again, but is behind only for what is known to wait — a commit to another thread never
+    (an app would show every pane catching up on every commit anywhere), one to its thread on
+    PostgreSQL, whose notice names it (SQLite's marker names no thread: the read finds it)."""
+    agent = agents(model=ScriptedModel(["-"]), memory=Memory(store=store))
+    sub = await agent.subscribe_to_thread(resource_id=R, thread_id=T)
+    with pytest.raises(TimeoutError):  # caught up: its reader waits, watching the store
+        await asyncio.wait_for(anext(sub.stream), SHORT_S)
+    await store.data_version()  # PostgreSQL: listening from here on
+    feed, elsewhere = ChangeFeed.of(store), stores()
+    woken = feed.wakes
+    await elsewhere.ensure_thread("another-thread", R)
+    await until(lambda: feed.wakes > woken, "the feed's wake for the other thread")
+    assert not sub.behind
+    woken = feed.wakes
+    await elsewhere.ensure_thread(T, R)
+    await elsewhere.append_events(T, [EventIn("from-elsewhere")])
+    await until(lambda: feed.wakes > woken, "the feed's wake for this thread")
+    if store_kind == "postgres":
+        await until(lambda: sub.behind, "its notice naming this thread")
+    else:
+        assert not sub.behind
+    event = await asyncio.wait_for(anext(sub.stream), GUARD_S)
+    assert event["type"] == "from-elsewhere" and not sub.behind
     sub.unsubscribe()

@@ -52,8 +52,13 @@ class ThreadSubscription:
         #: Runs known to be this agent's in this process: their end is known without reading.
         self._ours: dict[str, None] = {active_run_id: None} if ours and active_run_id else {}
         self._closed = False
-        self._wake = self._store.add_listener(thread_id)  # set by this process's appends
-        self._changes: ChangeWatch | None = None  # sets it on other processes' commits
+        self._wake = asyncio.Event()  # the reader waits on it: set by either of these two
+        #: Set by the store on its appends to the thread (PostgreSQL: on any process's): events
+        #: are known to wait.
+        self._appended = self._store.add_listener(thread_id, _Forwarding(self._wake))
+        #: The change feed's watch: another process committed, maybe to this thread (SQLite
+        #: cannot say): a hint to read again, which does not make the subscriber ``behind``.
+        self._changes: ChangeWatch | None = None
         #: The live run as the store says, kept current on other processes' commits (so
         #: ``active_run_id`` knows their runs before anyone reads the stream).
         self._stored_run_id = active_run_id
@@ -70,7 +75,9 @@ class ThreadSubscription:
     def follow_live_run(self) -> None:
         """Keep :meth:`active_run_id` current with runs of other processes, stream read or not
         (a task of the running loop, ended by :meth:`unsubscribe`). It wakes on other
-        processes' commits only: this agent's own runs are known without the store."""
+        processes' commits, and on this process's only while the store names a run of this
+        process that this agent does not know as its own: its own are known without the
+        store."""
         if self._live_task is None:
             self._live_watch = ChangeFeed.of(self._store).watch(local=False)
             self._live_task = asyncio.get_running_loop().create_task(
@@ -94,11 +101,14 @@ class ThreadSubscription:
     @property
     def behind(self) -> bool:
         """Events are known to wait for this subscriber: read and not handed out yet, being read,
-        or appended by this process since its last read (another process's commits, once the
-        store's shared poller has seen them). An app that shows the stream is caught up only
-        when this is False (tests/test_subscription_stream.py::
+        or appended to the thread since its last read (by this process; on PostgreSQL by any,
+        whose notices name the thread). A hint — the change feed's wake for a commit of another
+        process to a SQLite store, which names no thread, or its first look — makes the reader
+        read again but is not counted until that read finds something. An app that shows the
+        stream is caught up only when this is False (tests/test_subscription_stream.py::
         test_behind_holds_until_every_event_of_a_finished_run_is_handed_out)."""
-        return bool(self._unread) or self._reading or (self._wake.is_set() and not self._closed)
+        return bool(self._unread) or self._reading or (
+            self._appended.is_set() and not self._closed)
 
     def abort(self) -> bool:
         """Abort the thread's live run, in whichever process it runs. True if one was."""
@@ -120,19 +130,35 @@ class ThreadSubscription:
 
     async def _track_live_run(self, changes: ChangeWatch) -> None:
         with changes:
+            read_again = False
             while not self._closed:
-                await changes.wait()
-                runtime = self.agent.runtime
-                before = runtime.run_on(self.thread_id)  # a run of ours the read may name
-                active = await self._store.active_run(self.thread_id)
-                if active is not None and (
-                    (before is not None and before.run_id == active.run_id)
-                    or runtime.run(active.run_id) is not None
-                ):  # this agent's own: its end is known here, no commit of another needed
-                    _remember(self._ours, active.run_id, self._kept())
-                self._stored_run_id = active.run_id if active is not None else None
-                self._ended.clear()  # the store's answer is newer than the ends read so far
-                await asyncio.sleep(LIVE_CHECK_S)  # a streaming run commits often: read less
+                if not read_again:
+                    await changes.wait()
+                read_again = await self._read_live_run(changes)
+                if not read_again:
+                    await asyncio.sleep(LIVE_CHECK_S)  # a streaming run commits often
+
+    async def _read_live_run(self, changes: ChangeWatch) -> bool:
+        """Read the thread's live run from the store; True: read it again at once.
+
+        A run of this process not known here as this agent's (another agent's, or one of ours
+        that started or ended around the read) ends with one of this process's commits, which
+        wake the watch only while it is ``local``: so it is while the store names such a run.
+        Once switched, the store is read again (the end may have committed before the switch)
+        (tests/test_conformance.py::
+        test_a_subscriber_sees_the_end_of_another_agent_s_run_in_this_process)."""
+        runtime = self.agent.runtime
+        before = runtime.run_on(self.thread_id)  # a run of ours the read may name
+        active = await self._store.active_run(self.thread_id)
+        stored = self._stored_run_id = active.run_id if active is not None else None
+        ours = stored is not None and (
+            (before is not None and before.run_id == stored) or runtime.run(stored) is not None)
+        if ours and stored is not None:  # this agent's own: its end is known here
+            _remember(self._ours, stored, self._kept())
+        self._ended.clear()  # the store's answer is newer than the ends read so far
+        was_local = changes.local
+        changes.local = active is not None and not ours and active.owner == runtime.owner
+        return changes.local and not was_local
 
     async def next_event(self) -> dict[str, Any]:
         """The next event of the thread's log past this subscriber's cursor, waiting for one;
@@ -148,6 +174,7 @@ class ThreadSubscription:
                 self._track(event)
                 return event
             self._wake.clear()
+            self._appended.clear()
             self._reading = True
             try:
                 events = await self._store.read_events(self.thread_id, self._cursor)
@@ -167,7 +194,7 @@ class ThreadSubscription:
         """Stop the wakes of this subscriber's stream (idempotent)."""
         if self._changes is not None:
             self._changes.close()
-        self._store.remove_listener(self.thread_id, self._wake)
+        self._store.remove_listener(self.thread_id, self._appended)
 
     async def _wait(self) -> None:
         """Until this process appends, another process commits, or unsubscribe(); while a run
@@ -263,3 +290,16 @@ async def subscribe(
     )
     sub.follow_live_run()
     return sub
+
+
+class _Forwarding(asyncio.Event):
+    """An event that sets ``target`` too: the store's listener of a subscription, which wakes
+    its reader (waiting on ``target``) and stays set itself until that reader reads."""
+
+    def __init__(self, target: asyncio.Event) -> None:
+        super().__init__()
+        self.target = target
+
+    def set(self) -> None:
+        super().set()
+        self.target.set()

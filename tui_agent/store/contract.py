@@ -82,9 +82,10 @@ class StoreHandle(Protocol):
 
     # -- change notification --------------------------------------------------------------------
 
-    def add_listener(self, thread_id: str) -> asyncio.Event:
-        """An event set whenever this store object appends to ``thread_id``'s log; the
-        listener clears it. Other processes' writes are learnt from :meth:`data_version`."""
+    def add_listener(self, thread_id: str, event: asyncio.Event | None = None) -> asyncio.Event:
+        """An event (``event``, or a new one) set whenever this store object appends to
+        ``thread_id``'s log; the listener clears it. Other processes' writes are learnt from
+        :meth:`data_version`."""
         ...
 
     def remove_listener(self, thread_id: str, event: asyncio.Event) -> None:

@@ -7,7 +7,7 @@ loads it). Checked by ``tests/test_postgres_store.py`` and the contract suite on
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, cast
 
@@ -76,7 +76,8 @@ class Asyncpg(Protocol):
     async def connect(self, dsn: str, *, timeout: float) -> PgConnection: ...
 
     async def create_pool(
-        self, dsn: str, *, min_size: int, max_size: int, timeout: float
+        self, dsn: str, *, min_size: int, max_size: int, timeout: float,
+        init: Callable[[PgConnection], Awaitable[None]] | None = None,
     ) -> PgPool: ...
 
 

@@ -90,12 +90,13 @@ class PostgresStore(ComposedStore):
         self._routes = RouteGroups(self._run_route_group, self._deliver_fast, self._routed)
         super().__init__(PostgresDatabase(self), self)
 
-    def _wake_change_feed(self) -> None:
+    def _wake_change_feed(self, foreign: bool) -> None:
         """A notification arrived: wake this store's change-feed watchers at once (its poller
-        then only keeps the listening connection up, every ``SAFETY_S``)."""
+        then only keeps the listening connection up, every ``SAFETY_S``); one of this process's
+        own commits wakes only its ``local`` watches."""
         from tui_agent.store.changes import ChangeFeed
 
-        ChangeFeed.of(self).wake(foreign=True, news=False)
+        ChangeFeed.of(self).wake(foreign=foreign, news=False)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.location!r})"
@@ -134,7 +135,8 @@ class PostgresStore(ComposedStore):
                 asyncpg = require_asyncpg()
                 with self._unreachable_is_a_store_error():
                     pool = await asyncpg.create_pool(
-                        self.url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT_S
+                        self.url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT_S,
+                        init=self._own_connection,
                     )
                 try:
                     async with pool.acquire() as conn:
@@ -144,6 +146,10 @@ class PostgresStore(ComposedStore):
                     raise
                 self._pool = pool
         return self._pool
+
+    async def _own_connection(self, conn: PgConnection) -> None:
+        """Each new pooled connection: its notifications are this process's own commits."""
+        self._changes.own(conn)
 
     async def close(self) -> None:
         await self._changes.close()
@@ -219,10 +225,11 @@ class PostgresStore(ComposedStore):
 
     # -- change notification ------------------------------------------------------------------
 
-    def add_listener(self, thread_id: str) -> asyncio.Event:
-        """Set on this store's appends to the thread and on other processes' commits to it
-        (``NOTIFY``, once :meth:`data_version` has started listening)."""
-        event = asyncio.Event()
+    def add_listener(self, thread_id: str, event: asyncio.Event | None = None) -> asyncio.Event:
+        """An event (``event``, or a new one) set on this store's writes to the thread (when
+        they commit) and on other processes' commits to it (``NOTIFY``, once
+        :meth:`data_version` has started listening)."""
+        event = asyncio.Event() if event is None else event
         self._changes.listeners.setdefault(thread_id, set()).add(event)
         return event
 
@@ -238,8 +245,9 @@ class PostgresStore(ComposedStore):
         self._changes.set_thread(thread_id)
 
     async def data_version(self) -> int:
-        """How many change notifications this store has received: no query (it starts the
-        one listening connection on first call and restores it when dropped)."""
+        """How many change notifications this store has received from other processes'
+        commits: no query (it starts the one listening connection on first call and restores
+        it when dropped)."""
         await self._changes.ensure()
         return self._changes.version
 

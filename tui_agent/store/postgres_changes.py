@@ -2,9 +2,17 @@
 object (a process has one store: shared by all its subscribers), no polling of tables.
 
 Every commit that changes the store sends ``NOTIFY tui_agent`` from a trigger (payload: the
-thread's id, or empty). Each notification bumps :attr:`ChangeListener.version` (what the
-store's ``data_version()`` returns: reading it costs no query) and sets the listeners of that
-thread, so a subscriber in any process wakes as soon as the commit is delivered.
+thread's id, or empty). Each notification from another process bumps
+:attr:`ChangeListener.version` (what the store's ``data_version()`` returns: reading it costs
+no query) and sets the listeners of that thread, so a subscriber in any process wakes as soon
+as the commit is delivered.
+
+A notification sent by one of this store's own pooled connections (told apart by the server
+process that sent it: :meth:`ChangeListener.own`) is this process's own commit, as on SQLite:
+its listeners were woken when it committed, so it neither sets them again nor moves
+``data_version()``; it only wakes the change feed's ``local`` watches. Taken for another
+process's, such a notice arrived after a subscriber had read the commit and called it behind
+again (tests/test_postgres_store.py).
 
 A dropped connection is noticed by asyncpg's termination callback: the version is bumped and
 every listener set (so subscribers read on from their cursor: nothing lost, nothing repeated,
@@ -17,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from tui_agent.store.pg_driver import PgConnection
 from tui_agent.store.postgres_schema import CHANNEL
@@ -34,9 +43,20 @@ class ChangeListener:
         self._next_try = 0.0
         self.version = 0
         self.listeners: dict[str, set[asyncio.Event]] = {}
-        #: Called (on the event loop) after every notification: the store's change feed wakes
-        #: its watchers from it, so nothing has to poll for what the server pushes.
-        self.on_change: Callable[[], None] | None = None
+        #: The server processes of this store's open pooled connections (see :meth:`own`).
+        self.own_pids: set[int] = set()
+        #: Called (on the event loop) after every notification, with whether another process
+        #: sent it: the store's change feed wakes its watchers from it, so nothing has to poll
+        #: for what the server pushes.
+        self.on_change: Callable[[bool], None] | None = None
+
+    def own(self, conn: PgConnection) -> None:
+        """``conn`` is one of this store's pooled connections: what it commits is this
+        process's own, until it closes (the server may then give its process id to another
+        client's connection, whose notifications are another process's again)."""
+        pid = conn.get_server_pid()
+        self.own_pids.add(pid)
+        conn.add_termination_listener(partial(_forget_pid, self.own_pids, pid))
 
     def set_thread(self, thread_id: str) -> None:
         for event in self.listeners.get(thread_id, ()):
@@ -47,17 +67,20 @@ class ChangeListener:
         for events in self.listeners.values():
             for event in events:
                 event.set()
-        self._changed()
+        self._changed(foreign=True)
 
-    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+    def _on_notify(self, _conn: object, pid: int, _channel: str, payload: str) -> None:
+        if pid in self.own_pids:  # this process's commit: its listeners heard of it then
+            self._changed(foreign=False)
+            return
         self.version += 1
         if payload:
             self.set_thread(payload)
-        self._changed()
+        self._changed(foreign=True)
 
-    def _changed(self) -> None:
+    def _changed(self, *, foreign: bool) -> None:
         if self.on_change is not None:
-            self.on_change()
+            self.on_change(foreign)
 
     def _on_terminated(self, conn: object) -> None:
         if conn is self._conn:
@@ -99,3 +122,7 @@ class ChangeListener:
         """The listening connection's server process (tests terminate it to drop it)."""
         conn = self._conn
         return conn.get_server_pid() if conn is not None and not conn.is_closed() else None
+
+
+def _forget_pid(pids: set[int], pid: int, _conn: object) -> None:
+    pids.discard(pid)

@@ -377,10 +377,11 @@ class SqliteStore(ComposedStore):
 
     # -- change notification ------------------------------------------------------------------
 
-    def add_listener(self, thread_id: str) -> asyncio.Event:
-        """An event set whenever this process appends to ``thread_id``'s log (the listener
-        clears it). Other processes' appends are seen by polling :meth:`data_version`."""
-        event = asyncio.Event()
+    def add_listener(self, thread_id: str, event: asyncio.Event | None = None) -> asyncio.Event:
+        """An event (``event``, or a new one) set whenever this process appends to
+        ``thread_id``'s log (the listener clears it). Other processes' appends are seen by
+        polling :meth:`data_version`."""
+        event = asyncio.Event() if event is None else event
         self._listeners.setdefault(thread_id, set()).add(event)
         return event
 
