@@ -252,12 +252,20 @@ async def test_a_subscriber_sees_the_end_of_another_agent_s_run_in_this_process(
         reads.append((wakes, active.run_id if active is not None else None))
         return active
 
+    def read_live_after(woken: int) -> bool:
+        return any(wakes > woken and run == output.run_id for wakes, run in reads)
+
     monkeypatch.setattr(store, "active_run", spied)
     woken = feed.wakes
     await elsewhere.ensure_thread("third-thread", R)  # one commit: wakes the tracker to read
-    await until(lambda: any(wakes > woken and run == output.run_id for wakes, run in reads),
-                "a read of the neighbour's run begun after that commit's wake")
+    await until(lambda: read_live_after(woken), "a read of the run after that commit's wake")
     assert sub.active_run_id() == output.run_id
+    # One commit of this process while the run is live: the feed's first look after another
+    # process's commit may still take ours for news (it had not read the store's own version
+    # since), and a stray wake once the run ended would hide what this test is about.
+    woken = feed.wakes
+    await store.ensure_thread("local-thread", R)
+    await until(lambda: read_live_after(woken), "a read after this process's commit")
     gate.gate.set()
     await output.consume_stream()
     await until(lambda: sub.active_run_id() is None, "its end")

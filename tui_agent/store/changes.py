@@ -246,15 +246,12 @@ class ChangeFeed:
             if foreign or watch.local:
                 watch.event.set()
 
-    async def sort_out(self, local: bool = True, foreign: bool = False) -> None:
+    async def sort_out(self, local: bool = True) -> None:
         """This process and maybe another committed since the last poll: the store's own
         ``data_version()`` (moved by other connections only) tells whether another did.
         ``local=False``: none of this process's commits counted since the last poll changes
         what a watch reads (quiet ones, or none yet: a loud one counted later wakes the local
-        watches at the next poll). ``foreign``: another process did commit (no write of this
-        process was under way); its version is read all the same, before the wake, so the
-        next sort-out compares with it (a stale one took the next commit of ours for
-        another's: a wake for nothing)."""
+        watches at the next poll)."""
         if not self._watches:
             return  # stopped meanwhile: the store may be closed, and a query would reopen it
         try:
@@ -263,7 +260,7 @@ class ChangeFeed:
             version = None
         if self._own_version is None:  # no look yet: the store's own first one, if it took one
             self._own_version = getattr(self.store, "opened_data_version", None)
-        foreign = foreign or version is None or version != self._own_version
+        foreign = version is None or version != self._own_version
         self._own_version = version
         if foreign or local:
             self.wake(foreign=foreign)
@@ -343,8 +340,6 @@ class _Poller(threading.Thread):
             version, commits, ended = new_version, new_commits, ended_now
             if ours and sees_own:
                 self._to_loop(self._sort_out, local=local)  # ours, or ours and another's?
-            elif moved and sees_own:  # another's alone: sorted out too, to keep the count
-                self._to_loop(self._sort_out, local=local, foreign=True)
             elif moved or local:
                 self._to_loop(feed.wake, foreign=moved)
             if told:
@@ -435,8 +430,8 @@ class _Poller(threading.Thread):
         # Stopped meanwhile: the store may be closed by now, and a query would reopen it.
         return -1 if self._stopped.is_set() else await self.feed.store.data_version()
 
-    def _sort_out(self, local: bool = True, foreign: bool = False) -> None:
-        task = self.loop.create_task(self.feed.sort_out(local, foreign),
+    def _sort_out(self, local: bool = True) -> None:
+        task = self.loop.create_task(self.feed.sort_out(local),
                                      name="tui-agent change feed: sort out")
         self.feed.tasks.add(task)  # asyncio keeps only a weak reference
         task.add_done_callback(self.feed.tasks.discard)
