@@ -297,3 +297,22 @@ async def test_the_search_index_catching_up_wakes_no_watch(
             assert feed.wakes == wakes and not watch.event.is_set()
     finally:
         await store.close()
+
+
+async def test_a_sort_out_due_as_the_store_closes_does_not_reopen_it(tmp_path: Path) -> None:
+    """The poller hands the event loop a sort-out of a commit that may be this process's
+    (``ChangeFeed.sort_out``, which reads the store's own version); if the store closed in
+    between, the sort-out reads nothing: a query would open the closed store's connection again
+    (and leave it open)."""
+    store = SqliteStore(tmp_path / "closing.db")
+    await store.ensure_thread("a", R)
+    feed = ChangeFeed.of(store)
+    watch = feed.watch()
+    try:
+        await store.close()
+        assert not store.connected
+        await feed.sort_out()
+        assert not store.connected
+    finally:
+        watch.close()
+        await store.close()

@@ -92,7 +92,8 @@ class ChangeSource(Protocol):
     # A store on a file also counts ``writes_begun`` and ``writes_ended`` (read with getattr:
     # 0 where it has none): its write transactions that took its write lock, and those that
     # ended (committed or not), loud or quiet (a quiet one, the search index catching up, is
-    # not in ``local_commits``: it changes nothing a watch reads).
+    # not in ``local_commits``: it changes nothing a watch reads), and says whether it is
+    # ``connected`` (a closed one is not queried: the query would reopen it).
 
 
 def _writes_begun(store: object) -> int:
@@ -252,8 +253,8 @@ class ChangeFeed:
         ``local=False``: none of this process's commits counted since the last poll changes
         what a watch reads (quiet ones, or none yet: a loud one counted later wakes the local
         watches at the next poll)."""
-        if not self._watches:
-            return  # stopped meanwhile: the store may be closed, and a query would reopen it
+        if not self._watches or not getattr(self.store, "connected", True):
+            return  # stopped, or the store closed, meanwhile: a query would reopen it
         try:
             version = await self.store.data_version()
         except Exception:

@@ -404,6 +404,11 @@ class SqliteStore(ComposedStore):
         return int(row[0])
 
     @property
+    def connected(self) -> bool:
+        """Its connection is open: a query now would not open it (nor reopen a closed store)."""
+        return self._db is not None
+
+    @property
     def opened_data_version(self) -> int | None:
         """:meth:`data_version` as its connection read it when it opened: the change feed's
         first look, for a store it has not looked at yet (None before the store opened)."""
