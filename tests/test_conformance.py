@@ -198,6 +198,24 @@ async def test_active_run_id_knows_another_processes_run_before_the_stream_is_re
 
 
 
+def live_run_reads(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[int, str | None]]:
+    """Spy on the store's reads of a thread's live run (the subscription's tracker makes them):
+    for each, the store's change-feed wakes when it began and the run it named."""
+    feed, active_run = ChangeFeed.of(store), store.active_run
+    reads: list[tuple[int, str | None]] = []
+
+    async def spied(thread_id: str) -> Any:
+        wakes = feed.wakes
+        active = await active_run(thread_id)
+        reads.append((wakes, active.run_id if active is not None else None))
+        return active
+
+    monkeypatch.setattr(store, "active_run", spied)
+    return reads
+
+
 async def test_a_subscriber_that_read_its_agents_own_run_from_the_store_sees_it_end(
     agents: AgentFactory, store: SqliteStore, stores: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -209,19 +227,11 @@ async def test_a_subscriber_that_read_its_agents_own_run_from_the_store_sees_it_
     agent = memory_agent(agents, store, gate.model)
     sub = await agent.subscribe_to_thread(resource_id=R, thread_id=T)
     output = await live_run(agent, gate)
-    read_live = asyncio.Event()  # the tracker read the store while the run was live
-    active_run = store.active_run
-
-    async def spied(thread_id: str) -> Any:
-        active = await active_run(thread_id)
-        if active is not None and active.run_id == output.run_id:
-            read_live.set()
-        return active
-
-    monkeypatch.setattr(store, "active_run", spied)
+    reads = live_run_reads(store, monkeypatch)
     elsewhere = stores(store.path)  # another process's commit wakes the tracker
     await elsewhere.ensure_thread("another-thread", R)
-    await asyncio.wait_for(read_live.wait(), 10.0)
+    await until(lambda: any(run == output.run_id for _, run in reads),
+                "the tracker's read of the store while the run was live")
     gate.gate.set()
     await output.consume_stream()
     assert sub.active_run_id() is None  # at once: the runtime knows, the store need not say
@@ -243,19 +253,11 @@ async def test_a_subscriber_sees_the_end_of_another_agent_s_run_in_this_process(
     neighbour = agents(name="neighbour", model=gate.model, memory=Memory(store=store))
     output = await live_run(neighbour, gate)
     feed = ChangeFeed.of(store)
-    reads: list[tuple[int, str | None]] = []  # (the feed's wakes when a read began, its run)
-    active_run = store.active_run
-
-    async def spied(thread_id: str) -> Any:
-        wakes = feed.wakes
-        active = await active_run(thread_id)
-        reads.append((wakes, active.run_id if active is not None else None))
-        return active
+    reads = live_run_reads(store, monkeypatch)
 
     def read_live_after(woken: int) -> bool:
         return any(wakes > woken and run == output.run_id for wakes, run in reads)
 
-    monkeypatch.setattr(store, "active_run", spied)
     woken = feed.wakes
     await elsewhere.ensure_thread("third-thread", R)  # one commit: wakes the tracker to read
     await until(lambda: read_live_after(woken), "a read of the run after that commit's wake")
