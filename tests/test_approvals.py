@@ -418,3 +418,56 @@ async def test_a_waiting_run_costs_no_abort_poll_and_hears_an_abort_from_elsewhe
     sub.unsubscribe()
     (cancelled,) = await other.memory.list_approvals(status="cancelled")
     assert cancelled.tool_name == "deploy"
+
+
+async def test_an_answer_taken_and_run_to_its_end_between_two_reads_is_the_owner_s(
+    agents: Any, stores: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tui-agent approve`` waits until the run's owner takes the answer, or takes over a
+    run whose owner died. An owner that takes the answer and ends the run between the
+    answerer's reads went on: it is not taken for dead (a CI run under load caught the CLI
+    printing "its run has ended"). The owner here takes the answer only after the answerer's
+    first read, and ends its run before the second."""
+    from tui_agent.agent.approvals import answer
+    from tui_agent.cli.approvals import unless_owner_goes_on
+
+    owner_store, answerer_store = stores(), stores()
+    read_once = asyncio.Event()
+    real_take = owner_store.take_answers
+
+    async def take_after_the_first_read(thread_id: str, run_id: str) -> Any:
+        await asyncio.wait_for(read_once.wait(), GUARD_S)
+        return await real_take(thread_id, run_id)
+
+    monkeypatch.setattr(owner_store, "take_answers", take_after_the_first_read)
+    tools = {"deploy": deploy_tool(require_approval=True)}
+    owner = agents(model=calls_deploy("Deployed."), tools=tools, memory=Memory(store=owner_store))
+    output = await owner.stream("ship it", memory=THREAD)
+    chunk = await until_waiting(output)
+    answerer = agents(
+        model=ScriptedModel(replies=[]), tools=tools, memory=Memory(store=answerer_store)
+    )
+    done = await answer(answerer, chunk["payload"]["approval_id"], approved=True)
+    assert done.run_id == chunk["run_id"] and done.approval is not None  # its owner is live
+    ended: list[list[str]] = []
+
+    def then_the_owner_ends(read: Any) -> Any:
+        async def spied(*args: Any) -> Any:
+            found = await read(*args)
+            if not read_once.is_set():
+                read_once.set()
+                ended.append(await rest(output))
+            return found
+
+        return spied
+
+    monkeypatch.setattr(
+        answerer_store, "active_run", then_the_owner_ends(answerer_store.active_run)
+    )
+    monkeypatch.setattr(
+        answerer.memory, "get_approval", then_the_owner_ends(answerer.memory.get_approval)
+    )
+    taken = await asyncio.wait_for(unless_owner_goes_on(answerer, done.approval), GUARD_S)
+    assert taken == (True, None)
+    assert ended and ended[0][-1] == "finish"
+    assert (await output.result()).text == "Deployed."

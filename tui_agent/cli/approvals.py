@@ -95,7 +95,7 @@ async def _answer(
             err.print(f"{head} → run {done.run_id} goes on here (its owner had stopped)")
             return await _drive(agent, done.output, quiet=args.quiet)
         if done.run_id is not None:
-            taken, output = await _unless_owner_goes_on(agent, record)
+            taken, output = await unless_owner_goes_on(agent, record)
             if taken:
                 err.print(f"{head} → run {done.run_id} goes on in the process that runs it")
                 return 0
@@ -119,19 +119,24 @@ async def _answer(
         await agent.memory.store.close()
 
 
-async def _unless_owner_goes_on(agent: Any, record: Any) -> tuple[bool, Any]:
+async def unless_owner_goes_on(agent: Any, record: Any) -> tuple[bool, Any]:
     """The run's lease was live when answered: wait until its owner takes the answer (True,
     None), or, if its lease runs out first (the owner died just before), take the run over
     here: (False, its output), or (False, None) if it is another agent's run. Told by the
-    store's change feed; bounded by the lease's expiry."""
+    store's change feed; bounded by the lease's expiry.
+
+    The lease is read before the call: an owner takes the answer before its run ends, so a
+    run found gone was taken already when the call is read. The other order took an owner
+    that took the answer and ended between the two reads for a dead one
+    (tests/test_approvals.py::test_an_answer_taken_and_run_to_its_end_between_two_reads_...)."""
     memory = agent.memory
     with memory.changes.watch() as watch:
         while True:
             watch.event.clear()
+            live = await memory.store.active_run(record.thread_id)
             current = await memory.get_approval(record.id)
             if current is None or current.taken_by is not None:
                 return True, None
-            live = await memory.store.active_run(record.thread_id)
             if live is None or live.run_id != record.run_id:
                 agent.runtime.ensure_dispatcher()
                 resumed = await agent.runtime.resume_parked()
