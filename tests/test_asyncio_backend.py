@@ -190,6 +190,37 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
             await AsyncioBackend().connect_tcp("127.0.0.1", port)
 
 
+@pytest.fixture
+def unanswered_port() -> Iterator[int]:
+    """A listener that never accepts, its backlog full: a connection attempt to it hangs."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = [socket.socket() for _ in range(3)]
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+        try:
+            yield port
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+def other_tasks() -> list[asyncio.Task[object]]:
+    here = asyncio.current_task()
+    return [task for task in asyncio.all_tasks() if task is not here and not task.done()]
+
+
+async def test_a_connect_that_times_out_leaves_no_attempt_running(unanswered_port: int) -> None:
+    """An address is one attempt, not asyncio's happy-eyeballs race (on Python 3.11 it cancels
+    its attempts without waiting for them: the suite's task guard caught one under load)."""
+    with pytest.raises(httpx.ConnectTimeout, match="timed out connecting"):
+        await AsyncioBackend().connect_tcp("127.0.0.1", unanswered_port, timeout=0.2)
+    assert other_tasks() == []
+
+
 async def test_a_fast_answer_through_the_shared_client_comes_in_a_few_deltas(
     openai_server: FakeOpenAIServer, coalesce_at_once: None
 ) -> None:

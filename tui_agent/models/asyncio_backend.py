@@ -32,6 +32,7 @@ and the suites parametrised by ``route``).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import select
 import socket
 import ssl
@@ -293,9 +294,13 @@ class AsyncioBackend:
     ) -> AsyncioStream:
         loop = asyncio.get_running_loop()
         local = (local_address, 0) if local_address else None
+        # An address has one way to reach it: no race of attempts. (asyncio's race, for a
+        # name, cancels its attempts without waiting for them: after a timeout they end a few
+        # passes of the loop later.)
+        race = None if _is_address(host) else _HAPPY_EYEBALLS_S
         opening = loop.create_connection(
             lambda: _ReadBuffer(loop, self.coalesce_s), host, port, local_addr=local,
-            happy_eyeballs_delay=_HAPPY_EYEBALLS_S)
+            happy_eyeballs_delay=race)
         try:
             async with asyncio.timeout(timeout):
                 transport, buffer = await opening
@@ -308,3 +313,12 @@ class AsyncioBackend:
             if sock is not None:
                 sock.setsockopt(*option)
         return AsyncioStream(transport, buffer)
+
+
+def _is_address(host: str) -> bool:
+    """An IPv4 or IPv6 address rather than a name."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
