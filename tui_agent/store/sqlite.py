@@ -20,8 +20,8 @@ Readers in other processes learn about new rows by polling ``PRAGMA data_version
 table is read) and then reading the event log past their cursor.
 
 ``SqliteStore`` implements ``tui_agent.store.Store``: what is SQLite's own is here (the
-connection, group commit, the queued forms of appends and signal routing, listeners, aborting
-from plain code); the transactions are written once for both stores (``writes.py``, driven on
+connection, opened by ``sqlite_open.py``; group commit, the queued forms of appends and signal
+routing, listeners, aborting from plain code); the transactions are written once for both stores (``writes.py``, driven on
 the connection's thread by ``txn.py``) and so are the reads, state lanes and the inbox, role
 objects (``composed.py``) on this store's :class:`SqliteDatabase` and on :meth:`run_write`.
 Tests: ``tests/test_store.py`` and the contract, ``tests/test_store_contract.py``.
@@ -43,12 +43,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple
 import tui_agent.store.txn as txn
 from tui_agent.errors import StoreError, StoreFullError
 from tui_agent.events import echo_source, echo_type
-from tui_agent.store.aiosqlite_private import make_worker_daemon
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.composed import ComposedStore
 from tui_agent.store.compound import CompoundCall
 from tui_agent.store.dialect import SQLITE, Dialect
-from tui_agent.store.files import prepare_store_file, tighten_sidecars, unusable_store_error
+from tui_agent.store.files import prepare_store_file, unusable_store_error
 from tui_agent.store.location import MEMORY, default_location, sqlite_path
 from tui_agent.store.reads import FLAG_ABORT, RunReads
 from tui_agent.store.records import (
@@ -59,9 +58,9 @@ from tui_agent.store.records import (
     SignalIn,
 )
 from tui_agent.store.roles import Args, Door, Row, Session
-from tui_agent.store.schema import MIGRATIONS, SCHEMA_VERSION
 from tui_agent.store.search import trails
 from tui_agent.store.sqlite_index import TrailingIndex
+from tui_agent.store.sqlite_open import BUSY_TIMEOUT_MS, open_connection
 from tui_agent.store.sqlite_turns import ConnectionTurns, WriteLock
 from tui_agent.store.writes import Txn
 
@@ -72,8 +71,6 @@ T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 # A write transaction's body: ``body(conn, *args)`` on the raw connection (``txn.py``).
 Body = Callable[[sqlite3.Connection, *Ts], T]
-
-BUSY_TIMEOUT_MS = 30_000
 
 log = logging.getLogger(__name__)
 
@@ -149,56 +146,9 @@ class SqliteStore(ComposedStore):
             return self._db
 
     async def _connect(self) -> aiosqlite.Connection:
-        import aiosqlite
-
-        if self.path != MEMORY:
-            prepare_store_file(self.path)  # private (0700 dir, 0600 file) whatever the umask
         target, uri = self._target()
-        connection = aiosqlite.connect(  # used by the loop's thread too (sqlite_turns.py)
-            target, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, uri=uri,
-            check_same_thread=False,
-        )
-        # aiosqlite's worker thread is not a daemon: a program that never closes its store
-        # would hang at exit.
-        make_worker_daemon(connection)
-        try:
-            db = await connection
-        except sqlite3.DatabaseError as error:
-            raise unusable_store_error(self.path, error) or error from None
-        try:
-            await db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            await _enable_wal(db)
-            await db.execute("PRAGMA synchronous=NORMAL")
-            await db.execute("PRAGMA foreign_keys=ON")
-            await db.execute("PRAGMA wal_autocheckpoint=0")  # the worker's, in turns (see there)
-            await self._migrate(db)
-            found = await db.execute_fetchall("PRAGMA data_version")
-            self._opened_version = int(next(iter(found))[0])
-        except BaseException as error:
-            await db.close()  # a file we cannot use (e.g. newer schema) must not leak a thread
-            raise unusable_store_error(self.path, error) or error from None
-        if self.path != MEMORY:
-            tighten_sidecars(self.path)
+        db, self._opened_version = await open_connection(self.path, target, uri)
         return db
-
-    async def _migrate(self, db: aiosqlite.Connection) -> None:
-        await db.execute("BEGIN IMMEDIATE")
-        try:
-            found = await db.execute_fetchall("PRAGMA user_version")
-            version = int(next(iter(found))[0])
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path} has schema version {version}, newer than this tui-agent "
-                    f"({SCHEMA_VERSION}); upgrade tui-agent"
-                )
-            for number in range(version, SCHEMA_VERSION):
-                await _run_script(db, MIGRATIONS[number])
-            if version != SCHEMA_VERSION:
-                await db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            await db.execute("COMMIT")
-        except BaseException:
-            await db.execute("ROLLBACK")
-            raise
 
     async def close(self) -> None:
         if self._index.waiting:  # what waits for the index is indexed now
@@ -623,35 +573,6 @@ def _retry_locked(statement: Callable[[], T]) -> T:
             if "table is locked" not in str(error) or time.monotonic() > deadline:
                 raise
             time.sleep(0.001)
-
-
-async def _enable_wal(db: aiosqlite.Connection) -> None:
-    """Switching a new file to WAL needs an exclusive lock that SQLite does not wait for
-    (busy_timeout does not apply): processes opening a fresh store at the same moment could
-    fail with "database is locked". Retry until the busy timeout instead."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            await db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.005)
-
-
-async def _run_script(db: aiosqlite.Connection, script: str) -> None:
-    """Run a migration's statements one by one inside the open transaction
-    (``executescript`` would COMMIT first). A statement ends at the ``;`` that completes it,
-    so a trigger's body (``BEGIN …; END``) stays whole."""
-    statement = ""
-    for part in script.split(";"):
-        statement += part + ";"
-        if sqlite3.complete_statement(statement):
-            if statement.strip(" \n;"):
-                await db.execute(statement)
-            statement = ""
-
 
 
 def _with_trails(
