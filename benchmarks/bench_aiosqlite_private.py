@@ -26,14 +26,15 @@ from pathlib import Path
 
 import aiosqlite
 
+import tui_agent.store.signal_writes as signal_writes
 import tui_agent.store.writes as writes
 from tui_agent.store import SqliteStore
 from tui_agent.store.aiosqlite_private import run_with_connection
 from tui_agent.store.codec import new_id
 from tui_agent.store.dialect import SQLITE
 from tui_agent.store.records import EventIn, MessageIn, SignalIn
+from tui_agent.store.statements import Txn
 from tui_agent.store.txn import drive
-from tui_agent.store.writes import Txn
 
 T, R, OWNER = "bench-thread", "bench-user", "bench-owner"
 
@@ -75,7 +76,7 @@ def message() -> Txn[object]:
 def delivery() -> Txn[object]:
     signal = SignalIn(new_id(), "user", {"role": "user", "content": "hi"},
                       {"type": "user", "contents": "hi"})
-    return writes.route_signal(SQLITE, T, R, signal, signal, "deliver", "wake", False, OWNER,
+    return signal_writes.route_signal(SQLITE, T, R, signal, signal, "deliver", "wake", False, OWNER,
                                3600.0, None)
 
 

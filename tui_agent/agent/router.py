@@ -388,7 +388,7 @@ class RoutedElsewhere:
     def options(
         self, active: IfActive, idle: IfIdle, queue: bool = False
     ) -> tuple[str, str, bool, str, float, str | None, int | None]:
-        """The store's routing arguments after the signal's two records (``writes.RouteCall``
+        """The store's routing arguments after the signal's two records (``signal_writes.RouteCall``
         from ``if_active`` on), as :func:`send` routes: (if_active, if_idle, queue, owner,
         ttl_s, agent_id, claim_on_wake)."""
         agent = self.agent

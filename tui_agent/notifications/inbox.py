@@ -58,7 +58,8 @@ from tui_agent.store.inbox import (
     written_record,
 )
 from tui_agent.store.records import RouteResult, to_datetime
-from tui_agent.store.writes import RouteCall, Txn
+from tui_agent.store.signal_writes import RouteCall
+from tui_agent.store.statements import Txn
 
 # -- reading and status changes (mixed into Memory) -----------------------------------------------
 

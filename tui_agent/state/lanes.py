@@ -45,7 +45,8 @@ from tui_agent.store.lanes import LanePut, put_lane, put_lanes
 from tui_agent.store.records import RouteResult, StateLane, StateLaneVersion
 from tui_agent.store.roles import Row
 from tui_agent.store.rows import lane_of
-from tui_agent.store.writes import RouteCall, Txn
+from tui_agent.store.signal_writes import RouteCall
+from tui_agent.store.statements import Txn
 
 MODES: tuple[str, ...] = ("snapshot", "delta")
 _STATE_KEYS = frozenset(

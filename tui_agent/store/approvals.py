@@ -34,7 +34,8 @@ from tui_agent.store.dialect import Dialect
 from tui_agent.store.records import ApprovalRecord, EventIn, MessageIn
 from tui_agent.store.roles import Database, Row, first
 from tui_agent.store.rows import at
-from tui_agent.store.writes import Statement, Txn, append, begin_run, check_lease, lock
+from tui_agent.store.statements import Statement, Txn, execute, lock, query
+from tui_agent.store.writes import append, begin_run, check_lease
 
 if TYPE_CHECKING:
     from tui_agent.store.log_writes import Writer
@@ -91,14 +92,6 @@ class Answered:
     answers: list[ApprovalRecord] = field(default_factory=list[ApprovalRecord])
 
 
-def _query(d: Dialect, sql: str, *args: object) -> Statement:
-    return Statement(d.sql(sql), args, rows=True)
-
-
-def _run(d: Dialect, sql: str, *args: object) -> Statement:
-    return Statement(d.sql(sql), args)
-
-
 # -- transactions -----------------------------------------------------------------------------
 
 
@@ -142,7 +135,7 @@ def park(
 
 
 def _row(d: Dialect, approval_id: str) -> Txn[ApprovalRecord | None]:
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d, f"SELECT {COLUMNS} FROM tool_approvals WHERE id=?", approval_id
     )
     return approval_of(found[0]) if found else None
@@ -150,7 +143,7 @@ def _row(d: Dialect, approval_id: str) -> Txn[ApprovalRecord | None]:
 
 def _of_run(d: Dialect, run_id: str) -> Txn[list[ApprovalRecord]]:
     """The run's untaken calls, in the order it parked on them."""
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d,
         f"SELECT {COLUMNS} FROM tool_approvals WHERE run_id=? AND taken_by IS NULL ORDER BY seq",
         run_id,
@@ -183,7 +176,7 @@ def answer(
             f"tool call {approval_id!r} ({record.tool_name}) was {record.status} already"
             f"{'' if record.answered_at is None else f' at {record.answered_at:%H:%M:%S} UTC'}"
         )
-    yield _run(
+    yield execute(
         d,
         "UPDATE tool_approvals SET status=?, answer_args=?, reason=?, answered_by=?,"
         " answered_at=? WHERE id=?",
@@ -200,7 +193,7 @@ def answer(
     waiting = sum(1 for r in run if r.status == "pending")
     if waiting:
         return Answered(record, waiting=waiting)
-    lease: list[Row] = yield _query(
+    lease: list[Row] = yield query(
         d,
         "SELECT run_id, expires_at > {now} FROM leases WHERE thread_id=?",
         *d.now_args(),
@@ -231,7 +224,7 @@ def take_over(
     ``owner`` takes the lease, the run's answers (``taken_by``) and the signals that waited
     for it. Its id."""
     new_run = new_id()
-    yield _run(
+    yield execute(
         d,
         "UPDATE runs SET status='interrupted', finish_reason='interrupted', ended_at=?"
         " WHERE id=? AND status='running'",
@@ -247,13 +240,13 @@ def take_over(
         [EventIn(INTERRUPTED, {"reason": "interrupted", "detail": detail}, run_id)],
     )
     yield from begin_run(d, thread_id, resource_id, new_run, owner, ttl_s, agent_id)
-    yield _run(
+    yield execute(
         d,
         "UPDATE tool_approvals SET taken_by=? WHERE run_id=? AND taken_by IS NULL",
         new_run,
         run_id,
     )
-    yield _run(
+    yield execute(
         d, "UPDATE signals SET run_id=? WHERE thread_id=? AND status='pending'", new_run, thread_id
     )
     return new_run
@@ -267,7 +260,7 @@ def take_answers(d: Dialect, thread_id: str, run_id: str) -> Txn[list[ApprovalRe
     run = yield from _of_run(d, run_id)
     if not run or any(r.status == "pending" for r in run):
         return None
-    yield _run(
+    yield execute(
         d,
         "UPDATE tool_approvals SET taken_by=? WHERE run_id=? AND taken_by IS NULL",
         run_id,
@@ -282,7 +275,7 @@ def resume_parked(
     """A rescue pass: the thread's parked run is answered but its owner is dead. Take it over
     (:func:`take_over`) if it is ``agent_id``'s: (new run id, resource id, the answers)."""
     yield from lock(d, thread_id)
-    lease: list[Row] = yield _query(
+    lease: list[Row] = yield query(
         d,
         "SELECT run_id, expires_at > {now} FROM leases WHERE thread_id=?",
         *d.now_args(),
@@ -306,7 +299,7 @@ def release_parked(d: Dialect, thread_id: str, run_id: str) -> Txn[bool]:
     owner had died, so the next answer takes the run over at once. False if the run no longer
     holds the thread."""
     yield from lock(d, thread_id)
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d,
         "UPDATE leases SET expires_at={now} - 1 WHERE thread_id=? AND run_id=? RETURNING 1",
         *d.now_args(),

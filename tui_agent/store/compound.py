@@ -8,7 +8,7 @@ burst of 200 of them took several commits (each stage waits for the one before);
 (SQLite: ``txn.in_group`` runs them through :func:`compounds`, their batch form; PostgreSQL:
 ``postgres_group.RouteGroups`` queues them beside the plain routes). The semantics are those of
 the separate transactions in order: a compound's own write, then its signal routed as
-``writes.route_signal`` routes it, then its write after, under the thread's lock. Tests:
+``signal_writes.route_signal`` routes it, then its write after, under the thread's lock. Tests:
 ``tests/test_compound_signals.py`` (both stores: one commit a burst, a failing call fails only
 its caller).
 """
@@ -21,7 +21,8 @@ from typing import Any, Protocol, cast
 
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.records import RouteResult
-from tui_agent.store.writes import RouteCall, Txn, lock, route_signal, route_signals
+from tui_agent.store.signal_writes import RouteCall, route_signal, route_signals
+from tui_agent.store.statements import Txn, lock
 
 # What a compound gives its caller: (its value, the routing decision or None if nothing routed)
 Done = tuple[Any, RouteResult | None]
@@ -39,7 +40,7 @@ class CompoundCall(Protocol):
         ...
 
     def route(self, value: Any) -> RouteCall | None:
-        """The routing of the signal ``before`` made (``writes.route_signal``'s arguments),
+        """The routing of the signal ``before`` made (``signal_writes.route_signal``'s arguments),
         or None: nothing to route (an unchanged lane)."""
         ...
 
@@ -64,7 +65,7 @@ def compounds(d: Dialect, calls: Sequence[CompoundCall]) -> Txn[list[Done]]:
     """:func:`compound` for each of ``calls``, in order: the batch form. Every ``before`` in
     call order (consecutive calls of a class with a static ``before_all(d, calls)`` giving
     their values: one batch of them), then every signal routed in call order as one
-    ``writes.route_signals`` (the writes before touch no signal or lease, so this decides
+    ``signal_writes.route_signals`` (the writes before touch no signal or lease, so this decides
     exactly as the calls one after another would), then every ``after`` in call order (a
     class's static ``after_all(d, calls, values, routed)``: one batch of them)."""
     for thread_id in sorted({call.thread_id for call in calls}):

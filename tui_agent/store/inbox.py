@@ -24,7 +24,7 @@ from tui_agent.store.dialect import Dialect
 from tui_agent.store.records import NOTIFICATION_STATUSES, NotificationRecord
 from tui_agent.store.roles import Args, Database, Row, first
 from tui_agent.store.rows import NOTIFICATION_COLUMNS, notification_of
-from tui_agent.store.writes import Statement, Txn
+from tui_agent.store.statements import Statement, Txn
 
 if TYPE_CHECKING:
     from tui_agent.store.log_writes import Writer

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar, TypeVarTuple
 
+import tui_agent.store.signal_writes as signal_writes
 import tui_agent.store.writes as writes
 from tui_agent.store.dialect import Dialect
 from tui_agent.store.reads import LogReads, RunReads
@@ -28,7 +29,7 @@ from tui_agent.store.records import (
     message_record,
     wake_start_of,
 )
-from tui_agent.store.writes import Txn
+from tui_agent.store.statements import Txn
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -179,7 +180,8 @@ class LogWrites:
         (oldest first, as ``list_messages``), then every pending signal taken into ``run_id``
         (as ``claim_signals``). Fenced."""
         rows, taken = await self.writer.run_write(
-            thread_id, writes.claim_with_history, thread_id, resource_id, run_id, last_messages)
+            thread_id, signal_writes.claim_with_history, thread_id, resource_id, run_id,
+            last_messages)
         if taken:
             self.writer.notify(thread_id)
         return [message_record(row) for row in reversed(rows)], taken
@@ -191,7 +193,7 @@ class LogWrites:
         """A woken run's start in one transaction: :meth:`claim_with_history`, with the thread's
         chosen model and ``agent_id``'s stored editor overrides read in it too. Fenced."""
         rows = await self.writer.run_write(
-            thread_id, writes.claim_wake, thread_id, resource_id, run_id, last_messages,
+            thread_id, signal_writes.claim_wake, thread_id, resource_id, run_id, last_messages,
             agent_id)
         if rows[1]:
             self.writer.notify(thread_id)
@@ -204,7 +206,7 @@ class LogWrites:
         """Take every pending signal of the thread (arrival order) into run ``run_id``, after
         the run's output so far (``messages_before``, ``events_before``). Fenced."""
         taken = await self.writer.run_write(
-            thread_id, writes.claim_signals, thread_id, resource_id, run_id,
+            thread_id, signal_writes.claim_signals, thread_id, resource_id, run_id,
             list(messages_before), list(events_before),
         )
         if taken or messages_before or events_before:

@@ -54,7 +54,8 @@ from tui_agent.store.records import (
     SignalIn,
 )
 from tui_agent.store.roles import Args, Row, Session
-from tui_agent.store.writes import RouteCall, Txn
+from tui_agent.store.signal_writes import RouteCall
+from tui_agent.store.statements import Txn
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")

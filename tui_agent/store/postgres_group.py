@@ -6,7 +6,7 @@ transaction, as on SQLite (``SqliteStore``'s writer), with the same guarantees.
   run) in that order, and a group commits before the next one starts.
 - **One wake per race**: the group's transaction first takes the advisory lock of every thread it
   routes to (sorted, so two processes' groups never wait on each other in a cycle), then decides
-  each signal as ``writes.route_signals`` does, under those locks: of concurrent sends to an
+  each signal as ``signal_writes.route_signals`` does, under those locks: of concurrent sends to an
   idle thread, from any process, exactly one wakes it.
 - **Failures stay with their callers**: the group's calls run as one batch inside a savepoint;
   if the batch raises (a duplicate id, a bad row), it is rolled back and the calls run again one
@@ -37,13 +37,13 @@ from typing import Any
 
 import tui_agent.store.compound as compound_writes
 import tui_agent.store.postgres_txn as pg_txn
-import tui_agent.store.writes as writes
+import tui_agent.store.signal_writes as signal_writes
 from tui_agent.store.codec import dumps
 from tui_agent.store.compound import CompoundCall, Done
 from tui_agent.store.dialect import POSTGRES
 from tui_agent.store.pg_driver import PgConnection
 from tui_agent.store.records import RouteResult
-from tui_agent.store.writes import RouteCall
+from tui_agent.store.signal_writes import RouteCall
 
 Then = Callable[[Any, BaseException | None], None]
 # One call's decision (a compound's value and decision), or the error only its caller gets.
@@ -144,9 +144,9 @@ def _delivers(call: RouteCall) -> bool:
 
 async def route_group(conn: PgConnection, calls: Sequence[Call]) -> list[Outcome]:
     """Route ``calls`` in the open transaction on ``conn``: every thread's lock, then the batch
-    in a savepoint (consecutive routings as one ``writes.route_signals``, consecutive compounds
-    as one ``compound.compounds``, in arrival order); if it raises, each call alone in a
-    savepoint of its own (its error is its outcome)."""
+    in a savepoint (consecutive routings as one ``signal_writes.route_signals``, consecutive
+    compounds as one ``compound.compounds``, in arrival order); if it raises, each call alone in
+    a savepoint of its own (its error is its outcome)."""
     threads = sorted({_thread(call) for call in calls})
     await conn.fetchval(_LOCK_ALL, threads)
     try:
@@ -155,7 +155,8 @@ async def route_group(conn: PgConnection, calls: Sequence[Call]) -> list[Outcome
             for plain, run in groupby(calls, key=lambda call: isinstance(call, tuple)):
                 if plain:
                     routings: list[RouteCall] = list(run)  # pyright: ignore[reportAssignmentType]
-                    batched += await pg_txn.drive(conn, writes.route_signals(POSTGRES, routings))
+                    batched += await pg_txn.drive(
+                        conn, signal_writes.route_signals(POSTGRES, routings))
                 else:
                     writes_: list[CompoundCall] = list(run)  # pyright: ignore[reportAssignmentType]
                     batched += await pg_txn.drive(

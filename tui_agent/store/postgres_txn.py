@@ -3,7 +3,7 @@ connection inside an open transaction (``PostgresStore.write`` opens it), each s
 awaited in turn.
 
 Atomic across processes and machines: every transaction that writes a thread's log, lease or
-signals first takes that thread's transaction-scoped advisory lock (``writes.lock``), so such
+signals first takes that thread's transaction-scoped advisory lock (``statements.lock``), so such
 transactions on one thread run one after another. That makes the lease decision (who holds it,
 whether a signal wakes or delivers) a decision of one transaction, and it keeps the event log's
 ``seq`` in commit order per thread: a reader reading on from its cursor misses nothing.
@@ -16,13 +16,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import wraps
 from typing import Concatenate, ParamSpec, TypeVar, TypeVarTuple
 
-import tui_agent.store.writes as writes
+import tui_agent.store.signal_writes as signal_writes
 from tui_agent.store.codec import dumps
 from tui_agent.store.dialect import POSTGRES, Dialect
 from tui_agent.store.pg_driver import PgConnection
 from tui_agent.store.records import SignalIn
 from tui_agent.store.roles import Args
-from tui_agent.store.writes import Txn
+from tui_agent.store.statements import Txn
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -80,7 +80,7 @@ async def in_dialect(
     return await drive(conn, write(POSTGRES, *args))
 
 
-route_signal = on_postgres(writes.route_signal)
+route_signal = on_postgres(signal_writes.route_signal)
 
 
 def message_column(signal: SignalIn) -> str:

@@ -292,7 +292,7 @@ class FinishOutcome:
     next_run_id: str | None = None  # a queued message starts this run (lease kept)
 
 
-#: ``writes.claim_wake``'s answer as the store read it: the history rows (newest first), the
+#: ``signal_writes.claim_wake``'s answer as the store read it: the history rows (newest first), the
 #: signals taken, the thread's metadata and the agent's stored overrides (JSON texts or None).
 WakeRows = tuple[list[Any], list[dict[str, Any]], "str | None", "str | None"]
 

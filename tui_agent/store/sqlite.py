@@ -21,9 +21,10 @@ table is read) and then reading the event log past their cursor.
 
 ``SqliteStore`` implements ``tui_agent.store.Store``: what is SQLite's own is here (the
 connection, opened by ``sqlite_open.py``; group commit, the queued forms of appends and signal
-routing, listeners, aborting from plain code); the transactions are written once for both stores (``writes.py``, driven on
-the connection's thread by ``txn.py``) and so are the reads, state lanes and the inbox, role
-objects (``composed.py``) on this store's :class:`SqliteDatabase` and on :meth:`run_write`.
+routing, listeners, aborting from plain code); the transactions are written once for both stores
+(``writes.py``, driven on the connection's thread by ``txn.py``) and so are the reads, state
+lanes and the inbox, role objects (``composed.py``) on this store's :class:`SqliteDatabase` and
+on :meth:`run_write`.
 Tests: ``tests/test_store.py`` and the contract, ``tests/test_store_contract.py``.
 """
 
@@ -62,7 +63,7 @@ from tui_agent.store.search import trails
 from tui_agent.store.sqlite_index import TrailingIndex
 from tui_agent.store.sqlite_open import BUSY_TIMEOUT_MS, open_connection
 from tui_agent.store.sqlite_turns import ConnectionTurns, WriteLock
-from tui_agent.store.writes import Txn
+from tui_agent.store.statements import Txn
 
 if TYPE_CHECKING:
     import aiosqlite  # loaded on first use: ``import tui_agent`` stays fast

@@ -19,11 +19,13 @@ from operator import itemgetter
 from typing import Any, Concatenate, Final, ParamSpec, TypeVar, TypeVarTuple
 
 import tui_agent.store.compound as compound_writes
+import tui_agent.store.signal_writes as signal_writes
 import tui_agent.store.writes as writes
 from tui_agent.store.dialect import SQLITE, Dialect
 from tui_agent.store.reads import RESUME
 from tui_agent.store.records import SignalIn
-from tui_agent.store.writes import SignalRow, Txn
+from tui_agent.store.statements import Txn
+from tui_agent.store.writes import SignalRow
 
 __all__ = ["RESUME", "SPILL_CHARS", "Outcome", "committed", "group", "in_group", "in_transaction"]
 
@@ -201,7 +203,7 @@ def in_dialect(conn: Conn, write: Callable[[Dialect, *Ts], Txn[T]], *args: *Ts) 
 # and compound).
 append = on_sqlite(writes.append)
 append_as_run = on_sqlite(writes.append_as_run)
-route_signal = on_sqlite(writes.route_signal)
+route_signal = on_sqlite(signal_writes.route_signal)
 compound = on_sqlite(compound_writes.compound)  # a write and its signal's routing (compound.py)
 
 
@@ -220,6 +222,6 @@ def signal_row(
 
 # Bodies whose consecutive writes in one group run as one call (see in_group).
 BATCH_FORMS: dict[Callable[..., Any], Callable[[Conn, list[Any]], list[Any]]] = {
-    route_signal: on_sqlite(writes.route_signals),
+    route_signal: on_sqlite(signal_writes.route_signals),
     compound: on_sqlite(_compounds),
 }

@@ -1,12 +1,13 @@
-"""The write transactions of the thread log, leases and signals, written once for both stores.
+"""The write transactions of the thread log, leases and signals' rows, written once for both
+stores (routing a signal and a run's claim of its signals: ``signal_writes.py``).
 
-Each is a generator: it yields the statements it runs (a :class:`Statement`, in its dialect's
-spelling, ``dialect.py``) and is sent each one's result (the rows, or how many rows a statement
-touched), so the same decision logic runs on either engine: SQLite runs it whole on its
-connection's thread, inside ``BEGIN IMMEDIATE`` (``txn.py``: one round trip from the event loop
-per transaction, and group commit); PostgreSQL awaits each statement on a pooled connection
-(``postgres_txn.py``), having first taken the thread's advisory lock (:func:`lock`), so such
-transactions on one thread run one after another there too.
+Each is a generator: it yields the statements it runs (a ``Statement``, in its dialect's
+spelling: ``statements.py``, ``dialect.py``) and is sent each one's result (the rows, or how
+many rows a statement touched), so the same decision logic runs on either engine: SQLite runs it
+whole on its connection's thread, inside ``BEGIN IMMEDIATE`` (``txn.py``: one round trip from
+the event loop per transaction, and group commit); PostgreSQL awaits each statement on a pooled
+connection (``postgres_txn.py``), having first taken the thread's advisory lock (:func:`lock`),
+so such transactions on one thread run one after another there too.
 
 Fenced run writes: every write a run makes (a fenced append, claiming signals, its end) checks,
 in the same transaction, that the lease row still names the run (:func:`check_lease`); a stale
@@ -18,68 +19,25 @@ and ``tests/test_group_commit.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from collections.abc import Sequence
+from typing import Any, Final
 
 from tui_agent.errors import LeaseLostError, StoreError
 from tui_agent.events import DATA_SUPERSEDED, FROM_AGENT, FROM_SYSTEM, INTERRUPTED, START
 from tui_agent.store.codec import dumps, loads, new_id
 from tui_agent.store.dialect import Dialect
-from tui_agent.store.reads import MESSAGES, RESUME
+from tui_agent.store.reads import RESUME
 from tui_agent.store.records import (
     EventIn,
     FinishOutcome,
     MessageIn,
-    RouteResult,
     SignalIn,
-    WakeRows,
     signal_echo,
     signal_message,
     taken_signal,
-    wake_start_of,
 )
-from tui_agent.store.roles import Args, Row
-
-T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class Statement:
-    """One statement a transaction runs: ``rows`` sends back its rows; ``many`` runs it once
-    per argument row (sends back None); else it sends back how many rows it touched."""
-
-    sql: str
-    args: Args | Sequence[Args] = ()
-    rows: bool = False
-    many: bool = False
-    #: A ``many`` statement that only inserts its rows into (table, columns): an engine with a
-    #: bulk load may load them so (PostgreSQL's COPY: a burst's rows in one message each way).
-    copy_into: tuple[str, tuple[str, ...]] | None = None
-
-
-# What a transaction yields, what it is sent back (rows, a count, or None), what it returns.
-Txn = Generator[Statement, Any, T]
-
-
-def _query(d: Dialect, sql: str, *args: object) -> Statement:
-    return Statement(d.sql(sql), args, rows=True)
-
-
-def _run(d: Dialect, sql: str, *args: object) -> Statement:
-    return Statement(d.sql(sql), args)
-
-
-def lock(d: Dialect, key: str) -> Txn[None] | tuple[()]:
-    """Serialise this transaction with every other one locking ``key``, until it ends (only
-    where the engine needs it: SQLite's write transaction already excludes other writers, and
-    gets nothing to run, not even a generator; ``yield from`` it)."""
-    return () if d.lock_key is None else _lock(d, d.lock_key, key)
-
-
-def _lock(d: Dialect, statement: str, key: str) -> Txn[None]:
-    yield Statement(d.sql(statement), (key,), rows=True)
-
+from tui_agent.store.roles import Row
+from tui_agent.store.statements import Statement, Txn, execute, lock, query
 
 # -- threads, messages, events ----------------------------------------------------------------
 
@@ -91,14 +49,14 @@ def ensure_thread(
     """Create the thread, or update the title/metadata given. A thread belongs to one
     resource: asking for it under another is an error."""
     now = time.time()
-    inserted: list[Row] = yield _query(
+    inserted: list[Row] = yield query(
         d, "INSERT INTO threads(id, resource_id, title, metadata, created_at, updated_at)"
         " VALUES (?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING RETURNING 1",
         thread_id, resource_id, title, dumps(metadata or {}), now, now,
     )
     if inserted:
         return
-    owner: list[Row] = yield _query(d, "SELECT resource_id FROM threads WHERE id=?", thread_id)
+    owner: list[Row] = yield query(d, "SELECT resource_id FROM threads WHERE id=?", thread_id)
     if owner[0][0] != resource_id:
         raise StoreError(
             f"thread {thread_id!r} belongs to resource {owner[0][0]!r}, not {resource_id!r}"
@@ -119,7 +77,7 @@ def update_thread(
     ``unset``. The first statement locks the thread's row (PostgreSQL; SQLite's writer is one
     transaction at a time), so two processes merging keys of one thread both keep theirs
     (tests/test_agent_memory.py)."""
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d, "UPDATE threads SET updated_at=? WHERE id=? RETURNING metadata", time.time(), thread_id
     )
     if not found:
@@ -137,7 +95,7 @@ def update_thread(
         sets.append("metadata=?")
         args.append(dumps(merged))
     if sets:
-        yield _run(d, f"UPDATE threads SET {', '.join(sets)} WHERE id=?", *args, thread_id)
+        yield execute(d, f"UPDATE threads SET {', '.join(sets)} WHERE id=?", *args, thread_id)
 
 
 _INSERT_MESSAGE: Final = (
@@ -165,7 +123,7 @@ def append(
              dumps(m.metadata), now, m.signal_id)
             for m in messages
         ], many=True)
-        yield _run(d, "UPDATE threads SET updated_at=? WHERE id=?", now, thread_id)
+        yield execute(d, "UPDATE threads SET updated_at=? WHERE id=?", now, thread_id)
     if not events:
         return
     # Most batches (a run's deltas) refer to nothing: without the two reference columns their
@@ -205,7 +163,7 @@ def supersede_messages(
     if not message_ids:
         return []
     marks = ",".join("?" * len(message_ids))
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d, f"SELECT id, metadata, run_id FROM messages WHERE thread_id=? AND id IN ({marks})",
         thread_id, *message_ids,
     )
@@ -238,7 +196,7 @@ def check_lease(d: Dialect, thread_id: str, run_id: str) -> Txn[None]:
     still hold the thread's lease. The run id is the fencing token: each grant of a lease
     mints a new run (the ``runs`` primary key keeps ids unique), so a run whose lease was
     reaped or handed to another run can never match again."""
-    found: list[Row] = yield _query(d, "SELECT run_id FROM leases WHERE thread_id=?", thread_id)
+    found: list[Row] = yield query(d, "SELECT run_id FROM leases WHERE thread_id=?", thread_id)
     holder = found[0][0] if found else None
     if holder != run_id:
         named = "no run" if holder is None else f"run {holder}"
@@ -250,7 +208,7 @@ def check_lease(d: Dialect, thread_id: str, run_id: str) -> Txn[None]:
 
 def live_lease(d: Dialect, thread_id: str) -> Txn[tuple[str, str] | None]:
     """(run_id, owner) of the live lease; an expired lease is reaped on the way."""
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d, "SELECT run_id, owner, expires_at > {now} FROM leases WHERE thread_id=?",
         *d.now_args(), thread_id,
     )
@@ -267,7 +225,7 @@ def held(d: Dialect, run_id: str) -> Txn[bool]:
     """The run waits for an answer to a tool call (``tool_approvals``, not taken yet): its
     thread stays its own though its lease expired, until the answer is taken (by it, or by
     whoever takes it over: ``store/approvals.py``)."""
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d, "SELECT 1 FROM tool_approvals WHERE run_id=? AND taken_by IS NULL LIMIT 1", run_id
     )
     return bool(found)
@@ -276,7 +234,7 @@ def held(d: Dialect, run_id: str) -> Txn[bool]:
 def close_approvals(d: Dialect, run_id: str) -> Txn[None]:
     """A run ends: the tool calls it still waited on are cancelled (no run will execute an
     answer to them), the answered ones it never took are marked taken."""
-    yield _run(
+    yield execute(
         d, "UPDATE tool_approvals SET status=CASE WHEN status='pending' THEN 'cancelled'"
         " ELSE status END, taken_by=? WHERE run_id=? AND taken_by IS NULL",
         run_id, run_id,
@@ -285,8 +243,8 @@ def close_approvals(d: Dialect, run_id: str) -> Txn[None]:
 
 def interrupt(d: Dialect, thread_id: str, run_id: str) -> Txn[None]:
     """The owner of ``run_id`` stopped renewing its lease (it died): end the run."""
-    yield _run(d, "DELETE FROM leases WHERE thread_id=?", thread_id)
-    yield _run(
+    yield execute(d, "DELETE FROM leases WHERE thread_id=?", thread_id)
+    yield execute(
         d, "UPDATE runs SET status='interrupted', finish_reason='interrupted', ended_at=?"
         " WHERE id=? AND status='running'",
         time.time(), run_id,
@@ -297,7 +255,7 @@ def interrupt(d: Dialect, thread_id: str, run_id: str) -> Txn[None]:
 
 def reap_expired(d: Dialect, thread_id: str) -> Txn[bool]:
     yield from lock(d, thread_id)
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d, "SELECT run_id, expires_at > {now} FROM leases WHERE thread_id=?",
         *d.now_args(), thread_id,
     )
@@ -312,18 +270,18 @@ def begin_run(
     agent_id: str | None,
 ) -> Txn[None]:
     now = time.time()
-    yield _run(
+    yield execute(
         d, "INSERT INTO leases(thread_id, run_id, owner, expires_at, abort_requested)"
         " VALUES (?,?,?,{now} + ?,false) ON CONFLICT (thread_id) DO UPDATE SET"
         " run_id=excluded.run_id, owner=excluded.owner, expires_at=excluded.expires_at,"
         " abort_requested=false",
         thread_id, run_id, owner, *d.now_args(), float(ttl_s),
     )
-    start: list[Row] = yield _query(
+    start: list[Row] = yield query(
         d, f"{_INSERT_EVENT} RETURNING seq",
         thread_id, run_id, START, FROM_AGENT, dumps({"agent_id": agent_id}), now,
     )
-    yield _run(
+    yield execute(
         d, "INSERT INTO runs(id, thread_id, resource_id, agent_id, owner, status, start_seq,"
         " started_at) VALUES (?,?,?,?,?,'running',?,?)",
         run_id, thread_id, resource_id, agent_id, owner, start[0][0], now,
@@ -346,7 +304,7 @@ def renew_lease(
     d: Dialect, thread_id: str, run_id: str, owner: str, ttl_s: float
 ) -> Txn[tuple[bool, bool]]:
     """One statement: extend our lease. Returns (still ours, abort requested)."""
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d, "UPDATE leases SET expires_at={now} + ? WHERE thread_id=? AND run_id=? AND owner=?"
         " RETURNING abort_requested",
         *d.now_args(), float(ttl_s), thread_id, run_id, owner,
@@ -369,7 +327,7 @@ def finish_run(
     if force and not keep_pending:
         yield from take_pending(d, thread_id, resource_id, run_id, "persisted")
     yield from append(d, thread_id, resource_id, [], events[-1:])
-    yield _run(
+    yield execute(
         d, "UPDATE runs SET status=?, finish_reason=?, error=?, ended_at=? WHERE id=?",
         status, finish_reason, error, time.time(), run_id,
     )
@@ -379,7 +337,7 @@ def finish_run(
         yield from insert_signal(d, thread_id, resource_id, marker, "pending", run_id)
     next_run_id = None if keep_pending else (yield from start_next_queued(d, thread_id, owner))
     if next_run_id is None:
-        yield _run(d, "DELETE FROM leases WHERE thread_id=? AND run_id=?", thread_id, run_id)
+        yield execute(d, "DELETE FROM leases WHERE thread_id=? AND run_id=?", thread_id, run_id)
     return FinishOutcome(finished=True, next_run_id=next_run_id)
 
 
@@ -393,13 +351,13 @@ def rescue_stranded(
     yield from lock(d, thread_id)
     if (yield from live_lease(d, thread_id)) is not None:
         return None
-    last: list[Row] = yield _query(
+    last: list[Row] = yield query(
         d, "SELECT agent_id FROM runs WHERE thread_id=? ORDER BY started_at DESC LIMIT 1",
         thread_id,
     )
     if last and last[0][0] not in (None, agent_id):
         return None
-    pending: list[Row] = yield _query(
+    pending: list[Row] = yield query(
         d, "SELECT resource_id FROM signals WHERE thread_id=? AND status='pending' LIMIT 1",
         thread_id,
     )
@@ -407,14 +365,14 @@ def rescue_stranded(
         queued = yield from start_next_queued(d, thread_id, owner, ttl_s)
         if queued is None:
             return None
-        resource: list[Row] = yield _query(
+        resource: list[Row] = yield query(
             d, "SELECT resource_id FROM threads WHERE id=?", thread_id
         )
         return queued, str(resource[0][0]) if resource else ""
     resource_id = str(pending[0][0])
     run_id = new_id()
     yield from begin_run(d, thread_id, resource_id, run_id, owner, ttl_s, agent_id)
-    yield _run(
+    yield execute(
         d, "UPDATE signals SET run_id=? WHERE thread_id=? AND status='pending'", run_id, thread_id
     )
     return run_id, resource_id
@@ -425,7 +383,7 @@ def start_next_queued(
 ) -> Txn[str | None]:
     """Start the first queued signal's own run under the thread's lease, for ``ttl_s`` (None:
     what is left of the current lease)."""
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d, "SELECT id, run_id, resource_id FROM signals WHERE thread_id=? AND status='queued'"
         " ORDER BY seq LIMIT 1",
         thread_id,
@@ -433,9 +391,9 @@ def start_next_queued(
     if not found:
         return None
     signal_id, run_id, resource_id = found[0]
-    yield _run(d, "UPDATE signals SET status='pending' WHERE id=?", signal_id)
+    yield execute(d, "UPDATE signals SET status='pending' WHERE id=?", signal_id)
     if ttl_s is None:
-        left: list[Row] = yield _query(
+        left: list[Row] = yield query(
             d, "SELECT expires_at - {now} FROM leases WHERE thread_id=?",
             *d.now_args(), thread_id,
         )
@@ -448,63 +406,10 @@ def start_next_queued(
 
 
 def count_pending(d: Dialect, thread_id: str) -> Txn[int]:
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d, "SELECT COUNT(*) FROM signals WHERE thread_id=? AND status='pending'", thread_id
     )
     return int(found[0][0])
-
-
-def route_signal(
-    d: Dialect, thread_id: str, resource_id: str, active_signal: SignalIn,
-    idle_signal: SignalIn, if_active: str, if_idle: str, queue: bool, owner: str,
-    ttl_s: float, agent_id: str | None, claim_on_wake: int | None = None,
-) -> Txn[RouteResult]:
-    """Decided under the thread's lock: of concurrent wakes, exactly one finds it idle. A wake
-    with ``claim_on_wake`` (its run's ``last_messages``) claims its run's start in the same
-    transaction, as :func:`claim_wake` would next (``RouteResult.started``)."""
-    yield from lock(d, thread_id)
-    live = yield from live_lease(d, thread_id)
-    if live is None:
-        routed = yield from _route_idle(
-            d, thread_id, resource_id, idle_signal, if_idle, owner, ttl_s, agent_id
-        )
-        if routed.action == "wake" and claim_on_wake is not None:
-            assert routed.run_id is not None
-            routed.started = wake_start_of((yield from read_wake(
-                d, thread_id, resource_id, routed.run_id, claim_on_wake, agent_id)))
-        return routed
-    if queue and if_active == "deliver":  # persist/discard are honoured as for a send
-        run_id = new_id()
-        yield from insert_signal(d, thread_id, resource_id, active_signal, "queued", run_id)
-        return RouteResult("deliver", run_id, behind=live[0])
-    if if_active == "deliver":
-        yield from insert_signal(d, thread_id, resource_id, active_signal, "pending", live[0])
-        return RouteResult("deliver", live[0])
-    if if_active == "persist":
-        yield from persist(d, thread_id, resource_id, active_signal)
-        return RouteResult("persist")
-    return RouteResult("discard")
-
-
-def _route_idle(
-    d: Dialect, thread_id: str, resource_id: str, signal: SignalIn, behavior: str, owner: str,
-    ttl_s: float, agent_id: str | None,
-) -> Txn[RouteResult]:
-    if behavior == "wake":
-        yield from ensure_thread(d, thread_id, resource_id)
-        run_id = new_id()
-        yield from begin_run(d, thread_id, resource_id, run_id, owner, ttl_s, agent_id)
-        yield from insert_signal(d, thread_id, resource_id, signal, "pending", run_id)
-        return RouteResult("wake", run_id)
-    if behavior == "hold":  # pending, no run: a host's rescuer (or the next opener) answers
-        yield from ensure_thread(d, thread_id, resource_id)
-        yield from insert_signal(d, thread_id, resource_id, signal, "pending", None)
-        return RouteResult("hold")
-    if behavior == "persist":
-        yield from ensure_thread(d, thread_id, resource_id)
-        yield from persist(d, thread_id, resource_id, signal)
-        return RouteResult("persist")
-    return RouteResult("discard")
 
 
 _INSERT_SIGNAL: Final = (
@@ -551,92 +456,20 @@ def insert_signal(
     yield from write_signal_rows(d, [row], spilled)
 
 
-#: :func:`route_signal`'s arguments after the dialect: (thread_id, resource_id, active_signal,
-#: idle_signal, if_active, if_idle, queue, owner, ttl_s, agent_id, claim_on_wake).
-RouteCall = tuple[
-    str, str, SignalIn, SignalIn, str, str, bool, str, float, "str | None", "int | None"]
-
-
-def route_signals(d: Dialect, calls: Sequence[RouteCall]) -> Txn[list[RouteResult]]:
-    """:func:`route_signal` for each of ``calls`` (its arguments), in order: the batch form
-    SQLite's group commit uses. The common case of a burst, signals delivered into a thread's
-    live run (or queued behind it), costs one lease lookup per thread and one ``executemany``;
-    any other call runs as :func:`route_signal` does, after the rows before it are written
-    (arrival order holds). A wake's claim (``claim_on_wake``) runs once the whole batch is
-    written: its run takes the burst's later signals into the thread too, in one claim."""
-    results: list[RouteResult] = []
-    claims: list[tuple[int, RouteCall]] = []  # the wakes to claim: their result's index
-    rows: list[SignalRow] = []
-    spilled: list[tuple[str, str]] = []
-    # thread → the decision of a delivery into its live run as this transaction sees it (None:
-    # idle). One RouteResult for all the burst's deliveries into a run: it is only read.
-    delivery: dict[str, RouteResult | None] = {}
-    now = time.time()
-    spill_chars = d.spill_chars
-    for call in calls:
-        thread_id, resource_id, signal, _idle, if_active, _if_idle, queue = call[:7]
-        if thread_id not in delivery:
-            live = yield from live_lease(d, thread_id)
-            delivery[thread_id] = None if live is None else RouteResult("deliver", live[0])
-        delivered = delivery[thread_id]
-        if delivered is not None and if_active == "deliver":
-            if queue:  # behind the live run, in a run of its own (as route_signal does)
-                queued_run = new_id()
-                rows.append(signal_row(
-                    d, thread_id, resource_id, signal, "queued", queued_run, now, spilled))
-                results.append(RouteResult("deliver", queued_run, behind=delivered.run_id))
-                continue
-            data = signal.data_json
-            if data is None or signal.derived_message is False or (
-                    spill_chars is not None and len(data) > spill_chars):
-                rows.append(signal_row(
-                    d, thread_id, resource_id, signal, "pending", delivered.run_id, now, spilled
-                ))
-            else:  # the common row (signal_row's, inline: a burst writes hundreds)
-                rows.append((signal.id, thread_id, resource_id, signal.type, "pending",
-                             delivered.run_id, "null", data, now))
-            results.append(delivered)
-            continue
-        yield from write_signal_rows(d, rows, spilled)
-        rows, spilled = [], []
-        routed = yield from route_signal(d, *call[:10])
-        if routed.action == "wake" and call[10] is not None:
-            claims.append((len(results), call))
-        results.append(routed)
-        del delivery[thread_id]  # a wake, for one, took the lease
-    yield from write_signal_rows(d, rows, spilled)
-    for index, (thread_id, resource_id, *_, agent_id, last_messages) in claims:
-        woken = results[index]
-        assert woken.run_id is not None and last_messages is not None
-        woken.started = wake_start_of((yield from read_wake(
-            d, thread_id, resource_id, woken.run_id, last_messages, agent_id)))
-    return results
-
-
-def persist(d: Dialect, thread_id: str, resource_id: str, signal: SignalIn) -> Txn[None]:
-    """Store the signal in history (no model call). Subscribers see its echo, with no run id
-    (no run took it), on an idle thread as on an active one: not a start/finish pair of an
-    empty run (issue 21; tests/test_signals_routing.py)."""
-    yield from insert_signal(d, thread_id, resource_id, signal, "persisted", None)
-    message = signal_message(signal.id, signal.type, None)
-    echo = signal_echo(signal.id, signal.type, None)
-    yield from append(d, thread_id, resource_id, [message], [echo])
-
-
 def take_pending(
     d: Dialect, thread_id: str, resource_id: str, run_id: str, status: str
 ) -> Txn[list[dict[str, Any]]]:
     """Mark the thread's pending signals ``status`` for ``run_id``; store each as a user
     message and an echo, both references to the signal's row (its text is stored once).
     Returns them in arrival order, their model message rendered."""
-    found: list[Row] = yield _query(
+    found: list[Row] = yield query(
         d, "SELECT s.id, s.type, s.message, {signal_data} FROM signals s WHERE s.thread_id=?"
         " AND s.status='pending' ORDER BY s.seq",
         thread_id,
     )
     if not found:
         return []
-    yield _run(
+    yield execute(
         d, "UPDATE signals SET status=?, run_id=?, delivered_at=? WHERE thread_id=? AND"
         " status='pending'",
         status, run_id, time.time(), thread_id,
@@ -654,62 +487,3 @@ def take_pending(
     return taken
 
 
-def claim_signals(
-    d: Dialect, thread_id: str, resource_id: str, run_id: str,
-    messages_before: Sequence[MessageIn], events_before: Sequence[EventIn],
-) -> Txn[list[dict[str, Any]]]:
-    yield from lock(d, thread_id)
-    yield from check_lease(d, thread_id, run_id)
-    yield from append(d, thread_id, resource_id, messages_before, events_before)
-    return (yield from take_pending(d, thread_id, resource_id, run_id, "delivered"))
-
-
-def claim_with_history(
-    d: Dialect, thread_id: str, resource_id: str, run_id: str, last_messages: int,
-) -> Txn[tuple[list[Row], list[dict[str, Any]]]]:
-    """A woken run's first transaction: the thread's last ``last_messages`` messages (newest
-    first, as ``LogReads.list_messages`` reads them), then its pending signals taken. One
-    round trip instead of a read and a claim: what a send to an idle thread waits for before
-    the model is called. Fenced, as :func:`claim_signals`."""
-    yield from lock(d, thread_id)
-    yield from check_lease(d, thread_id, run_id)
-    history: list[Row] = []
-    if last_messages > 0:
-        history = yield _query(
-            d, f"{MESSAGES} ORDER BY m.seq DESC LIMIT ?", thread_id, last_messages)
-    taken = yield from take_pending(d, thread_id, resource_id, run_id, "delivered")
-    return history, taken
-
-
-def claim_wake(
-    d: Dialect, thread_id: str, resource_id: str, run_id: str, last_messages: int,
-    agent_id: str | None,
-) -> Txn[WakeRows]:
-    """A woken run's only transaction before its model call (when its routing did not claim
-    it: ``route_signal``'s ``claim_on_wake``): :func:`read_wake`, fenced as
-    :func:`claim_signals` (a run that lost its lease takes nothing)."""
-    yield from lock(d, thread_id)
-    yield from check_lease(d, thread_id, run_id)
-    return (yield from read_wake(d, thread_id, resource_id, run_id, last_messages, agent_id))
-
-
-def read_wake(
-    d: Dialect, thread_id: str, resource_id: str, run_id: str, last_messages: int,
-    agent_id: str | None,
-) -> Txn[WakeRows]:
-    """A woken run's start, under a lease the caller knows it holds: the thread's last
-    ``last_messages`` messages (newest first), its pending signals taken into ``run_id``, and
-    what its plan reads of the store — the thread's metadata (its chosen model) and the
-    editor's overrides stored for ``agent_id`` — as JSON texts (None: no such row)."""
-    history: list[Row] = []
-    if last_messages > 0:
-        history = yield _query(
-            d, f"{MESSAGES} ORDER BY m.seq DESC LIMIT ?", thread_id, last_messages)
-    taken = yield from take_pending(d, thread_id, resource_id, run_id, "delivered")
-    thread: list[Row] = yield _query(d, "SELECT metadata FROM threads WHERE id=?", thread_id)
-    overrides: list[Row] = []
-    if agent_id is not None:
-        overrides = yield _query(
-            d, "SELECT overrides FROM agent_overrides WHERE agent_id=?", agent_id)
-    return (history, taken, thread[0][0] if thread else None,
-            overrides[0][0] if overrides else None)
