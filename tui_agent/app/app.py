@@ -19,12 +19,13 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal
 from textual.geometry import Size
 from textual.screen import Screen
 
+from tui_agent.app.commands import palette_commands
 from tui_agent.app.focus import focus_now
 from tui_agent.app.gc_policy import SWEEPER, freeze_late_imports
 from tui_agent.app.layout import MEDIUM, plan_layout
@@ -43,7 +44,6 @@ if TYPE_CHECKING:  # loaded after the first paint: the panes and the sidebar imp
     from tui_agent.app.widgets.inbox_sidebar import InboxSidebar
     from tui_agent.app.widgets.pane_actions import PaneActions
     from tui_agent.app.widgets.thread_pane import PaneFocused, ThreadPane
-
 
 
 def binding_scopes() -> dict[str, list[Any]]:
@@ -612,49 +612,10 @@ class TuiAgentApp(App[int]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Any:
         yield from super().get_system_commands(screen)
-        commands = [
-            ("Open thread", "Open a thread in a new pane (ctrl+o)", self.action_open_thread),
-            ("Swap thread", "Show another thread in this pane (ctrl+r)", self.action_swap_thread),
-            ("Close pane", "Close the focused pane (f8)", self.action_close_pane),
-            ("Maximise pane", "Maximise the focused pane or restore the grid (f11)",
-             self.action_toggle_maximize),
-            ("Toggle inbox", "Show or hide the notification inbox of every thread (f2)",
-             self.action_toggle_inbox),
-            ("Inbox: only my panes", "Show only the notifications of the threads in panes, "
-             "or of every thread (m in the inbox)", self._inbox_scope),
-        ]
-        for title, help_, callback in commands:
-            yield SystemCommand(title, help_, callback)
-        pane = self.focused_pane()
-        if pane is not None:
-            yield SystemCommand("Send notification…", "Into this pane's thread, by hand: try "
-                                "the delivery policy", lambda: self.send_by_hand("notification"))
-            yield SystemCommand("Send state update…", "A state lane of this pane's thread",
-                                lambda: self.send_by_hand("state"))
-            yield SystemCommand("Abort run", "Abort the focused pane's live run (escape)",
-                                pane.action_abort)
-            yield SystemCommand("Detach / attach", "Stop or resume watching this thread "
-                                "(ctrl+g)", pane.action_toggle_attach)
-            yield SystemCommand("Copy answer", "Copy the last answer's Markdown, or the "
-                                "selected message (ctrl+y)", pane.action_copy_message)
-            yield SystemCommand("Copy code block", "Copy the answer's code blocks, one each "
-                                "time (ctrl+b)", pane.action_copy_code)
-            yield SystemCommand("Select a message", "Move through the messages with up/down; "
-                                "c copy, b code, q quote, r retry, e edit (ctrl+up)",
-                                pane.action_select_message)
-            yield SystemCommand("Retry the last answer", "A new run on the same input; the "
-                                "old answer stays, superseded (f9)", pane.action_retry)
-            yield SystemCommand("Edit and resend my last message", "Your last message into "
-                                "the composer; sending replaces it (f4)", pane.action_edit_last)
-            yield SystemCommand("Model of this thread…", "Pick the thread's model: local, the "
-                                "settings', or any litellm string (ctrl+l)",
-                                pane.action_pick_model)
-            yield SystemCommand("Toggle state panel", "Show or hide the thread's state lanes "
-                                "(f3)", pane.action_toggle_state)
-            yield SystemCommand("Toggle queue mode", "Send now or queue after the live run "
-                                "(ctrl+t)", pane.toggle_queue_mode)
+        yield from palette_commands(self)
 
-    def _inbox_scope(self) -> None:
+    def toggle_inbox_scope(self) -> None:
+        """Only the notifications of the threads in panes, or of every thread."""
         inbox = self._inbox()
         if inbox is None:
             return
