@@ -144,6 +144,25 @@ async def serve() -> AsyncIterator[Callable[[Serve], Awaitable[int]]]:
 
 
 @pytest.fixture
+def unanswered_port() -> Iterator[int]:
+    """A port on 127.0.0.1 whose listener never accepts, its backlog full: a connection attempt
+    to it hangs (until its connect timeout)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = [socket.socket() for _ in range(3)]
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+        try:
+            yield port
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+@pytest.fixture
 def openai_server(
     _openai_server_session: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> FakeOpenAIServer:

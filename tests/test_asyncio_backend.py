@@ -190,24 +190,6 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
             await AsyncioBackend().connect_tcp("127.0.0.1", port)
 
 
-@pytest.fixture
-def unanswered_port() -> Iterator[int]:
-    """A listener that never accepts, its backlog full: a connection attempt to it hangs."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(0)
-        port = listener.getsockname()[1]
-        fillers = [socket.socket() for _ in range(3)]
-        for filler in fillers:
-            filler.setblocking(False)
-            filler.connect_ex(("127.0.0.1", port))
-        try:
-            yield port
-        finally:
-            for filler in fillers:
-                filler.close()
-
-
 def other_tasks() -> list[asyncio.Task[object]]:
     here = asyncio.current_task()
     return [task for task in asyncio.all_tasks() if task is not here and not task.done()]

@@ -154,24 +154,12 @@ def test_default_timeouts_are_explicit() -> None:
         Timeouts().updated({"frist_byte": 1})
 
 
-async def test_connect_timeout(openai_server: FakeOpenAIServer) -> None:
-    # A listener that never accepts, its backlog full: the next connection attempt hangs.
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(0)
-        port = listener.getsockname()[1]
-        fillers = [socket.socket() for _ in range(3)]
-        for filler in fillers:
-            filler.setblocking(False)
-            filler.connect_ex(("127.0.0.1", port))
-        model = OpenAIHTTPModel("openai/gpt-test", api_base=f"http://127.0.0.1:{port}/v1")
-        started = time.monotonic()
-        try:
-            with pytest.raises(ModelCallError) as info:
-                await collect(model, request(timeout={"connect": 0.3}, max_retries=0))
-        finally:
-            for filler in fillers:
-                filler.close()
+async def test_connect_timeout(unanswered_port: int) -> None:
+    base = f"http://127.0.0.1:{unanswered_port}/v1"
+    model = OpenAIHTTPModel("openai/gpt-test", api_key="sk-test", api_base=base)
+    started = time.monotonic()
+    with pytest.raises(ModelCallError) as info:
+        await collect(model, request(timeout={"connect": 0.3}, max_retries=0))
     assert "connect timeout" in str(info.value) and info.value.status_code is None
     assert time.monotonic() - started < 10
 
