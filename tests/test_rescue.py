@@ -338,3 +338,78 @@ async def test_messages_queued_behind_this_process_s_own_run_do_not_poke_the_res
         await agent.close()
         await store.close()
         await other_store.close()
+
+
+async def test_a_signal_taken_before_the_rescuer_looks_is_answered_after_its_run_is_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B queues a message behind A's run, and its rescuer looks only once A's next run has
+    taken the message: nothing waits then. That run is cancelled as if its process exited: it
+    hands the message back (a resume marker) and releases its lease, a commit B does not hear
+    of (B watches no thread). B minds the thread it sent into, looks again when the lease would
+    have run out, and answers. CI caught the unminded rescuer under load: it slept for ever."""
+    import asyncio
+
+    from tui_agent import Agent, Memory, SqliteStore
+    from tui_agent.testing import ScriptedModel
+
+    first_held, queued_taken, b_called = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    release_first = asyncio.Event()
+
+    async def owner_model(messages: list[dict[str, Any]], tools: Any) -> str:
+        if any(m["role"] == "user" and m["content"] == "second" for m in messages):
+            queued_taken.set()
+            await asyncio.Event().wait()  # mid-call when its process exits
+        first_held.set()
+        await release_first.wait()
+        return "first answer"
+
+    async def other_model(messages: list[dict[str, Any]], tools: Any) -> str:
+        b_called.set()
+        return "second answer"
+
+    db = tmp_path / "minded.db"
+    a_store, b_store = SqliteStore(db), SqliteStore(db)
+    real_outlook = b_store.rescue_outlook
+
+    async def outlook_once_taken() -> tuple[bool, float | None]:
+        await queued_taken.wait()  # B's rescuer looks only after A's queued run took it
+        return await real_outlook()
+
+    monkeypatch.setattr(b_store, "rescue_outlook", outlook_once_taken)
+    a = Agent(name="peer", id="peer", instructions="x", model=ScriptedModel(handler=owner_model),
+              memory=Memory(store=a_store, lease_ttl_s=TTL_S))
+    b = Agent(name="peer", id="peer", instructions="x", model=ScriptedModel(handler=other_model),
+              memory=Memory(store=b_store, lease_ttl_s=TTL_S))
+    try:
+        first = await a.stream("first", memory={"resource": R, "thread": T})
+        await asyncio.wait_for(first_held.wait(), GUARD_S)
+        assert (await b.queue_message("second", **THREAD).accepted)["action"] == "deliver"
+        assert b.runtime.rescuer is not None and b.runtime.rescuer.minding == {T}
+        release_first.set()
+        await asyncio.wait_for(first.result(), GUARD_S)
+        await asyncio.wait_for(queued_taken.wait(), GUARD_S)
+        rescuer = b.runtime.rescuer
+        for _ in range(int(GUARD_S / 0.005)):  # bounded: B's look, held until now, ends at once
+            if rescuer.looks:
+                break
+            await asyncio.sleep(0.005)
+        assert rescuer.looks == 1  # it saw nothing waiting: the message is in A's run
+        await a.runtime.stop_dispatcher()  # A's process exits: no rescuer of its own,
+        (queued,) = a.local_runs()  # and its queued run is cancelled mid-call
+        assert queued.task is not None
+        queued.task.cancel()
+        await asyncio.wait({queued.task}, timeout=GUARD_S)
+        await asyncio.wait_for(b_called.wait(), RESCUE_BOUND_S)
+        await asyncio.wait_for(b.wait_for_local_runs(), GUARD_S)
+        assert [(m.role, m.content) for m in await b_store.list_messages(T)] == [
+            ("user", "first"), ("assistant", "first answer"),
+            ("user", "second"), ("assistant", "second answer"),
+        ]
+        assert rescuer.minding == frozenset()  # the run ended: nothing to mind
+    finally:
+        release_first.set()
+        await a.close(timeout=GUARD_S)
+        await b.close(timeout=GUARD_S)
+        await a_store.close()
+        await b_store.close()

@@ -13,7 +13,15 @@ rescue_stranded``). The rescuer decides *when* to look without a timer of its ow
   passive watch on the store's change feed, which on Linux hears the file's writes and on
   PostgreSQL is pushed by ``NOTIFY``: it is woken while the subscriptions keep the feed
   running and never keeps it running by itself, so a process that only sends pays no change
-  poller for it).
+  poller for it);
+- a thread it was poked for is *minded* until the run there ends: it also wakes at that
+  run's lease expiry. A signal the run took is no longer waiting, and the outlook does not
+  count that run's lease. But a run cancelled as its process exits hands the signals it took
+  and never answered back, with its lease released. A process that only sends would not hear
+  of that commit, so it looks again when the old lease would have run out. The minded leases
+  are read before the outlook: a lease found gone was released in the transaction that left
+  the signals, so the outlook read after it sees them
+  (tests/test_rescue.py::test_a_signal_taken_before_the_rescuer_looks_is_answered_after_its_run_is_cancelled).
 
 With nothing waiting there is no deadline: the task sleeps on an event and costs no CPU (a
 process watching 20 idle threads, measured by benchmarks/bench_signal_speed.py). A stranded
@@ -28,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from tui_agent.store.changes import ChangeFeed
@@ -41,20 +50,33 @@ log = logging.getLogger(__name__)
 
 class Rescuer:
     """One agent's rescuer in one event loop. ``rescue`` is the runtime's pass (the ids of the
-    runs it started); :meth:`run` is the task's body."""
+    runs it started); ``runs_here(run_id)`` tells a run of its own runtime (a thread whose run
+    is one is not minded); :meth:`run` is the task's body."""
 
-    def __init__(self, store: Store, rescue: Callable[[], Awaitable[list[str]]]) -> None:
+    def __init__(
+        self, store: Store, rescue: Callable[[], Awaitable[list[str]]],
+        runs_here: Callable[[str], bool],
+    ) -> None:
         self._store = store
         self._rescue = rescue
+        self._runs_here = runs_here
         self._told = asyncio.Event()  # a change, a poke: look again
+        self._minding: set[str] = set()  # threads poked for whose run may still be live
         self.looks = 0  # outlooks read (a test and the benchmark count them)
         self.pokes = 0  # times told to look by this process's sends (a test counts them)
 
-    def poke(self) -> None:
+    def poke(self, thread_id: str | None = None) -> None:
         """Something this process did may strand signals (it delivered into a run of another
-        process): look again now."""
+        process, on ``thread_id``): look again now, and mind the thread until its run ends."""
         self.pokes += 1
+        if thread_id is not None:
+            self._minding.add(thread_id)
         self._told.set()
+
+    @property
+    def minding(self) -> frozenset[str]:
+        """The threads minded now (see the module docstring)."""
+        return frozenset(self._minding)
 
     async def run(self) -> None:
         watch = ChangeFeed.of(self._store).watch(self._told, local=False, passive=True)
@@ -68,8 +90,10 @@ class Rescuer:
         while True:
             self._told.clear()  # before the look: a change after it sets the event again
             try:
+                minded_in = await self._minded_due_in()  # first: see the module docstring
                 stranded, due_in = await self._store.rescue_outlook()
                 self.looks += 1
+                due_in = _sooner(due_in, minded_in)
                 if stranded and not fruitless:
                     fruitless = not await self._rescue()
                     continue  # look again: a rescue changed the outlook
@@ -81,6 +105,26 @@ class Rescuer:
             timeout = None if due_in is None else max(due_in, 0.0) + MARGIN_S
             await _wait(self._told, timeout)
             fruitless = False  # told of a change, or a lease ran out: try the stranded again
+
+
+    async def _minded_due_in(self) -> float | None:
+        """Seconds until the first minded thread's live lease runs out (None: none is live).
+        A thread whose lease is gone (its run ended) or whose run is this runtime's own (a
+        rescue took it over) is minded no more."""
+        due_in: float | None = None
+        for thread_id in list(self._minding):
+            live = await self._store.active_run(thread_id)
+            if live is None or self._runs_here(live.run_id):
+                self._minding.discard(thread_id)
+                continue
+            due_in = _sooner(due_in, live.expires_at.timestamp() - time.time())
+        return due_in
+
+
+def _sooner(first: float | None, second: float | None) -> float | None:
+    if first is None:
+        return second
+    return first if second is None else min(first, second)
 
 
 async def _wait(event: asyncio.Event, timeout: float | None) -> None:

@@ -210,11 +210,11 @@ def _on_routed(
         _fail_receipt(receipt, error)
         return
     assert result is not None
+    assert target.resource_id is not None and target.thread_id is not None  # a named thread
     try:  # a callback's error would only be logged: the receipt must hear of it
         if result.action != "wake":
-            _accept(receipt, _decision(agent, result, receipt.sent.id))
+            _accept(receipt, _decision(agent, result, target.thread_id, receipt.sent.id))
             return
-        assert target.resource_id is not None and target.thread_id is not None
         if result.started is not None:  # before any later delivery's decision is heard
             assert result.run_id is not None
             agent.runtime.claimed_early(result.run_id, result.started)
@@ -243,7 +243,7 @@ async def _route(
         _fail_receipt(receipt, error)
         return
     if result.action != "wake":
-        _accept(receipt, _decision(agent, result, signal.id))
+        _accept(receipt, _decision(agent, result, thread_id, signal.id))
         return
     if result.started is not None:
         assert result.run_id is not None
@@ -306,14 +306,17 @@ def _idle_behavior(agent: AgentCore, idle: IfIdle) -> str:
     return idle.behavior
 
 
-def _decision(agent: AgentCore, result: RouteResult, signal_id: str) -> dict[str, Any]:
-    """The receipt's answer for a decision other than a wake (of signal ``signal_id``)."""
+def _decision(
+    agent: AgentCore, result: RouteResult, thread_id: str, signal_id: str
+) -> dict[str, Any]:
+    """The receipt's answer for a decision other than a wake (of signal ``signal_id``, sent
+    to ``thread_id``)."""
     runtime = agent.runtime
     if result.action == "deliver":
         waits_on = result.behind or result.run_id  # a queued signal waits on the live run
         if waits_on is None or runtime.run(waits_on) is None:
             runtime.ensure_dispatcher()
-            runtime.rescue_soon()  # a run of another process, which may be dead: when to look
+            runtime.rescue_soon(thread_id)  # a run of another process, which may die
             if result.run_id is not None:  # or a woken run of ours not started yet
                 runtime.delivered(result.run_id, signal_id)
         # else a live run of this process, which started the dispatcher when it started and

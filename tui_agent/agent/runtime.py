@@ -277,7 +277,8 @@ class ThreadRuntime:
             return  # both run here already: the common case (every routing decision asks)
         ensure_dispatcher(self.agent)
         if rescuer is None or rescuer.done() or rescuer.get_loop() is not loop:
-            self._rescue = Rescuer(self.agent.memory.store, self.rescue_stranded)
+            self._rescue = Rescuer(self.agent.memory.store, self.rescue_stranded,
+                                  lambda run_id: self.run(run_id) is not None)
             self._rescuer = loop.create_task(self._rescue.run(), name="tui-agent rescuer")
 
     def host(self) -> None:
@@ -308,11 +309,12 @@ class ThreadRuntime:
         """The stranded-signal rescuer of this runtime, once started (``ensure_dispatcher``)."""
         return self._rescue
 
-    def rescue_soon(self) -> None:
-        """A signal went into a run this process does not run (its owner may be dead): the
-        rescuer looks again now, to learn when that run's lease expires."""
+    def rescue_soon(self, thread_id: str) -> None:
+        """A signal went into a run of ``thread_id`` that this process does not run (its owner
+        may be dead, or may exit before answering): the rescuer looks again now, and minds the
+        thread until that run ends (``Rescuer.poke``)."""
         if self._rescue is not None:
-            self._rescue.poke()
+            self._rescue.poke(thread_id)
 
     async def stop_dispatcher(self) -> None:
         """Stop the dispatcher and the rescuer, if they run, and wait for their current pass
