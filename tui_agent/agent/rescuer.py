@@ -106,7 +106,6 @@ class Rescuer:
             await _wait(self._told, timeout)
             fruitless = False  # told of a change, or a lease ran out: try the stranded again
 
-
     async def _minded_due_in(self) -> float | None:
         """Seconds until the first minded thread's live lease runs out (None: none is live).
         A thread whose lease is gone (its run ended) or whose run is this runtime's own (a

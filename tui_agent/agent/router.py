@@ -210,8 +210,8 @@ def _on_routed(
         _fail_receipt(receipt, error)
         return
     assert result is not None
-    assert target.resource_id is not None and target.thread_id is not None  # a named thread
     try:  # a callback's error would only be logged: the receipt must hear of it
+        assert target.resource_id is not None and target.thread_id is not None  # named
         if result.action != "wake":
             _accept(receipt, _decision(agent, result, target.thread_id, receipt.sent.id))
             return
