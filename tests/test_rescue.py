@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.common import until
 from helpers.signal_peer import Peer
 from helpers.sql import messages_sync
 
@@ -390,10 +391,7 @@ async def test_a_signal_taken_before_the_rescuer_looks_is_answered_after_its_run
         await asyncio.wait_for(first.result(), GUARD_S)
         await asyncio.wait_for(queued_taken.wait(), GUARD_S)
         rescuer = b.runtime.rescuer
-        for _ in range(int(GUARD_S / 0.005)):  # bounded: B's look, held until now, ends at once
-            if rescuer.looks:
-                break
-            await asyncio.sleep(0.005)
+        await until(lambda: rescuer.looks >= 1, "B's look, held until now", GUARD_S)
         assert rescuer.looks == 1  # it saw nothing waiting: the message is in A's run
         await a.runtime.stop_dispatcher()  # A's process exits: no rescuer of its own,
         (queued,) = a.local_runs()  # and its queued run is cancelled mid-call

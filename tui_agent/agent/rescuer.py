@@ -65,12 +65,11 @@ class Rescuer:
         self.looks = 0  # outlooks read (a test and the benchmark count them)
         self.pokes = 0  # times told to look by this process's sends (a test counts them)
 
-    def poke(self, thread_id: str | None = None) -> None:
+    def poke(self, thread_id: str) -> None:
         """Something this process did may strand signals (it delivered into a run of another
         process, on ``thread_id``): look again now, and mind the thread until its run ends."""
         self.pokes += 1
-        if thread_id is not None:
-            self._minding.add(thread_id)
+        self._minding.add(thread_id)
         self._told.set()
 
     @property
